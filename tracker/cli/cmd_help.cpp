@@ -1,0 +1,93 @@
+// `abtrack help [CMD]` and the command table.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "util/text.hpp"
+#include "util/version.hpp"
+
+namespace abtrack::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"init", "init", "validate the plan, create the A/B document, commit plan and document",
+       "Validates the plan (every mistake is reported, exit 2), creates the document from the template when\n"
+       "it does not exist (the plan's `template:` or the built-in one), fills its regions, and commits the\n"
+       "plan and the document in one commit. An existing document is kept; it must contain at least one\n"
+       "region (<!-- abtrack:begin results --> ... <!-- abtrack:end results -->).",
+       cmd_init},
+      {"step", "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE[,VALUE...]]...",
+       "one run of the first pending cell (or the given one), one commit",
+       "Runs the plan's setup (if any) and then the command of one cell `repeats` times, reads the metrics\n"
+       "from stdout, evaluates the gates, writes runs/<experiment>/<NNNN>.json, re-renders the document's\n"
+       "regions and commits both in one commit on HEAD's branch. Without --cell it takes the first cell\n"
+       "that has no run yet.\n"
+       "  --cell k=v,...      run this cell (every axis named), even if it has runs already\n"
+       "  --record FILE       do not run anything: read the metrics from FILE as if it were the command's stdout\n"
+       "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c)\n"
+       "Refuses (exit 3) before running when the document or a record has uncommitted changes.\n"
+       "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
+       cmd_step},
+      {"run", "run", "step through every pending cell, one commit each",
+       "Runs the setup once, then every cell without a run, in plan order, committing each run as soon as\n"
+       "it is measured. Interrupting it (Ctrl-C) stops the running command's process group; committed\n"
+       "runs stay, the interrupted cell stays pending, and the exit code is 130.\n"
+       "Exit 0 when every run passes, 1 when any failed or was invalid.",
+       cmd_run},
+      {"status", "status [--json]", "every cell with its latest outcome, or pending",
+       "Lists every cell of the plan with the outcome of its latest committed run and the medians of its\n"
+       "metrics, or `pending`. --json prints an object with counts and one entry per cell.",
+       cmd_status},
+      {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
+       "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
+       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell.",
+       cmd_log},
+      {"render", "render", "rewrite the document's regions from the committed records (no commit)",
+       "Re-renders the summary, results and runs regions from the records committed on HEAD and writes the\n"
+       "document atomically. Text outside the regions is kept byte for byte. Nothing is committed.",
+       cmd_render},
+      {"verify", "verify", "exit 0 when the document's regions equal a fresh render and every record is committed",
+       "Renders the regions from the committed records and compares them with the document in the work\n"
+       "tree; also checks that runs/<experiment>/ has nothing uncommitted. Exit 1 with a diff otherwise.",
+       cmd_verify},
+      {"compare", "compare RUN_A RUN_B [--metric M] [--json] | compare --samples FILE_A FILE_B [--better lower|higher] [--alpha A] [--min-effect P%]",
+       "statistics between two runs, or two files of samples",
+       "Compares B against A: medians with their 95% CIs, the two-sided Mann–Whitney U test, the\n"
+       "Hodges–Lehmann change with its CI, and a verdict: better, worse, same (~), equivalent or\n"
+       "inconclusive (docs/statistics.md). Runs are run numbers of the current plan's experiment; with\n"
+       "--samples the files hold one number per line. --json prints median_a, median_b, ci_a, ci_b,\n"
+       "p_value, delta_pct, delta_ci_pct, verdict, n_a, n_b.",
+       cmd_compare},
+      {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.", cmd_help},
+  };
+  return table;
+}
+
+int cmd_help(const Args& args) {
+  if (!args.rest.empty()) {
+    for (const auto& c : commands()) {
+      if (c.name != args.rest.front()) continue;
+      fmt::print("usage: abtrack [-p PLAN] [-q] {}\n\n{}\n\n{}\n", c.usage, c.summary, c.help);
+      return 0;
+    }
+    std::vector<std::string> names;
+    for (const auto& c : commands()) names.emplace_back(c.name);
+    throw Error(Exit::usage, fmt::format("no command '{}'{}", args.rest.front(), util::suggestion_suffix(args.rest.front(), names)));
+  }
+  fmt::print(
+      "abtrack {} — GPU-kernel A/B experiments as a git history\n\n"
+      "usage: abtrack [-p PLAN] [-q] COMMAND [ARGS]\n\n"
+      "commands:\n",
+      version());
+  for (const auto& c : commands()) fmt::print("  {:<9} {}\n", c.name, c.summary);
+  fmt::print(
+      "\noptions:\n"
+      "  -p, --plan FILE  the plan (default: abtrack.yaml in the current directory)\n"
+      "  -q, --quiet      no progress lines on stderr\n"
+      "  --version        print the version\n\n"
+      "exit codes: 0 ok, 1 a run failed or was invalid (still committed), 2 usage or plan error,\n"
+      "3 environment error (not a git repository, cannot commit, uncommitted edits), 130 interrupted.\n"
+      "`abtrack help COMMAND` describes one command.\n");
+  return 0;
+}
+
+}  // namespace abtrack::cli

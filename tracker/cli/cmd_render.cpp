@@ -1,0 +1,94 @@
+// `abtrack render` and `abtrack verify`: the document's regions against the records.
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "doc/regions.hpp"
+#include "doc/render.hpp"
+#include "record/record.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::cli {
+namespace fs = std::filesystem;
+namespace {
+
+std::vector<std::string> lines_of(const std::string& s) {
+  auto v = util::split(s, '\n');
+  if (!v.empty() && v.back().empty()) v.pop_back();
+  return v;
+}
+
+// A minimal unified-style line diff (LCS) of one region; regions are small.
+std::string line_diff(const std::string& name, const std::string& have, const std::string& want) {
+  auto a = lines_of(have), b = lines_of(want);
+  std::vector<std::vector<int>> l(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+  for (std::size_t i = a.size(); i-- > 0;)
+    for (std::size_t j = b.size(); j-- > 0;)
+      l[i][j] = a[i] == b[j] ? l[i + 1][j + 1] + 1 : std::max(l[i + 1][j], l[i][j + 1]);
+  std::string out = fmt::format("--- region {} (document)\n+++ region {} (fresh render)\n", name, name);
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (i < a.size() && j < b.size() && a[i] == b[j]) {
+      ++i;
+      ++j;
+    } else if (j < b.size() && (i == a.size() || l[i][j + 1] >= l[i + 1][j])) {
+      out += "+" + b[j++] + "\n";
+    } else {
+      out += "-" + a[i++] + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_render(const Args& args) {
+  for (const auto& a : args.rest) unknown_argument("render", a, {});
+  Context ctx = open_context(args.global);
+  fs::path file = ctx.repo.workdir() / ctx.plan.doc;
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
+  std::string text = util::read_file(file);
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  std::string fresh = rendered_document(text, ctx.plan, records);
+  if (fresh == text) {
+    info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
+    return 0;
+  }
+  util::write_file_atomic(file, fresh);
+  info(args.global, fmt::format("rendered {} from {} runs (not committed)", ctx.plan.doc, records.size()));
+  return 0;
+}
+
+int cmd_verify(const Args& args) {
+  for (const auto& a : args.rest) unknown_argument("verify", a, {});
+  Context ctx = open_context(args.global);
+  fs::path file = ctx.repo.workdir() / ctx.plan.doc;
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
+  std::string text = util::read_file(file);
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  std::vector<std::string> problems;
+  auto have = doc::region_contents(text, ctx.plan.doc);
+  auto want = doc::render_regions(ctx.plan, records);
+  std::string diffs;
+  for (const auto& [name, content] : have) {
+    if (want[name] == content) continue;
+    problems.push_back(fmt::format("{}: region '{}' differs from a fresh render", ctx.plan.doc, name));
+    diffs += line_diff(name, content, want[name]);
+  }
+  if (have.empty()) problems.push_back(fmt::format("{}: has no abtrack region", ctx.plan.doc));
+  for (const auto& s : ctx.repo.status({ctx.plan.runs_dir() + "/"}))
+    problems.push_back(fmt::format("{}: not committed ({})", s.path, util::trim(s.code)));
+  if (problems.empty()) {
+    fmt::print("ok: {} matches {} committed runs of {}\n", ctx.plan.doc, records.size(), ctx.plan.experiment);
+    return 0;
+  }
+  for (const auto& p : problems) fmt::print(stderr, "abtrack: {}\n", p);
+  if (!diffs.empty()) fmt::print("{}", diffs);
+  return static_cast<int>(Exit::run_failed);
+}
+
+}  // namespace abtrack::cli

@@ -1,0 +1,133 @@
+// `abtrack step` and `abtrack run`: measure cells, one commit per run.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/commit_run.hpp"
+#include "record/compare.hpp"
+#include "runner/run.hpp"
+#include "util/files.hpp"
+#include "util/process.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::cli {
+namespace {
+
+std::vector<plan::Cell> pending_cells(const Context& ctx) {
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  std::vector<plan::Cell> out;
+  for (const auto& c : record::cells_with_runs(ctx.plan, records))
+    if (c.runs.empty()) out.push_back(c.cell);
+  return out;
+}
+
+// Parses --metric NAME=V[,V...] into samples.
+void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::vector<double>>& values) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos) throw Error(Exit::usage, fmt::format("--metric '{}' is not NAME=VALUE", spec));
+  std::string name(util::trim(std::string_view(spec).substr(0, eq)));
+  if (!plan.metric(name)) {
+    std::vector<std::string> names;
+    for (const auto& m : plan.metrics) names.push_back(m.name);
+    throw Error(Exit::usage, fmt::format("--metric: unknown metric '{}'{}", name, util::suggestion_suffix(name, names)));
+  }
+  for (const auto& v : util::split(std::string_view(spec).substr(eq + 1), ',')) {
+    auto x = util::parse_double(v);
+    if (!x || !std::isfinite(*x))
+      throw Error(Exit::usage, fmt::format("--metric {}: '{}' is not a finite number", name, v));
+    values[name].push_back(*x);
+  }
+}
+
+void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell>& cells, int& worst_exit) {
+  runner::LocalExecutor executor;
+  std::optional<runner::SetupResult> setup;
+  if (!util::trim(ctx.plan.setup).empty()) {
+    info(g, "setup: " + ctx.plan.setup);
+    setup = runner::run_setup(ctx.plan, executor);
+    if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
+  }
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& cell = cells[i];
+    auto code = code_identity(ctx);
+    info(g, fmt::format("[{}/{}] {}", i + 1, cells.size(), ctx.plan.label(cell)));
+    auto progress = [&](int r, int n) {
+      if (n > 1) info(g, fmt::format("[{}/{}] {}: invocation {}/{}", i + 1, cells.size(), ctx.plan.label(cell), r + 1, n));
+    };
+    runner::Run run;
+    try {
+      run = runner::run_cell(ctx.plan, cell, executor, setup ? &*setup : nullptr, progress);
+    } catch (const Interrupted& e) {
+      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it, and it is still pending",
+                                                 e.diagnostics().front().message, ctx.plan.label(cell)));
+    }
+    auto rec = commit_run(ctx, run, code);
+    fmt::print("{}\n", result_line(ctx.plan, rec));
+    std::fflush(stdout);
+    if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+  }
+}
+
+}  // namespace
+
+int cmd_step(const Args& args) {
+  std::optional<std::string> cell_spec, record_file;
+  std::vector<std::string> metric_specs;
+  for (std::size_t i = 0; i < args.rest.size(); ++i) {
+    if (auto v = take_value(args.rest, i, "--cell")) cell_spec = v;
+    else if (auto v = take_value(args.rest, i, "--record")) record_file = v;
+    else if (auto v = take_value(args.rest, i, "--metric")) metric_specs.push_back(*v);
+    else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric"});
+  }
+  util::install_interrupt_handlers();
+  Context ctx = open_context(args.global);
+  // Validate everything the user typed before anything runs or is written.
+  std::optional<plan::Cell> cell;
+  if (cell_spec) cell = ctx.plan.parse_cell(*cell_spec);
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& s : metric_specs) add_metric_option(ctx.plan, s, values);
+  std::optional<std::string> output;
+  if (record_file) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*record_file, ec))
+      throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
+    output = util::read_file(*record_file);
+  }
+  preflight(ctx);
+  if (!cell) {
+    auto pending = pending_cells(ctx);
+    if (pending.empty()) {
+      info(args.global, fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
+      return 0;
+    }
+    cell = pending.front();
+  }
+  int exit_code = 0;
+  if (record_file || !metric_specs.empty()) {
+    auto code = code_identity(ctx);
+    auto run = runner::run_from_values(ctx.plan, *cell, output, values, record_file ? "record-file" : "metric-option");
+    auto rec = commit_run(ctx, run, code);
+    fmt::print("{}\n", result_line(ctx.plan, rec));
+    return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
+  }
+  run_with_progress(ctx, args.global, {*cell}, exit_code);
+  return exit_code;
+}
+
+int cmd_run(const Args& args) {
+  for (const auto& a : args.rest) unknown_argument("run", a, {});
+  util::install_interrupt_handlers();
+  Context ctx = open_context(args.global);
+  preflight(ctx);
+  auto pending = pending_cells(ctx);
+  if (pending.empty()) {
+    info(args.global, fmt::format("every cell of {} has a run; nothing to do", ctx.plan.experiment));
+    return 0;
+  }
+  int exit_code = 0;
+  run_with_progress(ctx, args.global, pending, exit_code);
+  return exit_code;
+}
+
+}  // namespace abtrack::cli

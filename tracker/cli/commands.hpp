@@ -1,0 +1,32 @@
+#pragma once
+// The command table: one cmd_<name>.cpp per command.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/context.hpp"
+
+namespace abtrack::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view usage;    // "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE]..."
+  std::string_view summary;  // one line
+  std::string_view help;     // the long text of `abtrack help NAME`
+  int (*run)(const Args&);
+};
+
+// Every command, in the order `abtrack help` lists them.
+const std::vector<Command>& commands();
+
+int cmd_init(const Args& args);
+int cmd_step(const Args& args);
+int cmd_run(const Args& args);
+int cmd_status(const Args& args);
+int cmd_log(const Args& args);
+int cmd_render(const Args& args);
+int cmd_verify(const Args& args);
+int cmd_compare(const Args& args);
+int cmd_help(const Args& args);
+
+}  // namespace abtrack::cli

@@ -1,0 +1,82 @@
+#include "cli/context.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "doc/regions.hpp"
+#include "doc/render.hpp"
+#include "doc/template.hpp"
+#include "plan/load.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::cli {
+namespace fs = std::filesystem;
+
+Context open_context(const GlobalOptions& g) {
+  auto repo = gitstore::Repository::discover(fs::current_path());
+  std::string name = g.plan.value_or("abtrack.yaml");
+  fs::path file = fs::absolute(name);
+  auto plan = plan::load_plan(file, name, repo.workdir());
+  for (const auto& w : plan.warnings) warn(format_diagnostic(w));
+  return Context{std::move(repo), std::move(plan), name};
+}
+
+std::vector<record::Record> load_records(const gitstore::TreeView& tree, const plan::Plan& plan) {
+  static std::map<std::string, record::Record> cache;  // blob id -> parsed record
+  std::vector<record::Record> out;
+  const std::string dir = plan.runs_dir();
+  for (const auto& e : tree.list(dir)) {
+    if (!record::run_number_of(e.name)) continue;
+    auto it = cache.find(e.oid);
+    if (it == cache.end()) {
+      std::string path = dir + "/" + e.name;
+      it = cache.emplace(e.oid, record::parse_record(tree.read_blob(e.oid), path)).first;
+    }
+    out.push_back(it->second);
+  }
+  std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
+  return out;
+}
+
+std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
+  if (auto doc = tree.read(ctx.plan.doc)) return *doc;
+  std::string tpl_name = ctx.plan.template_path.value_or("(built-in template)");
+  std::string tpl = ctx.plan.template_path ? util::read_file(ctx.repo.workdir() / *ctx.plan.template_path)
+                                           : std::string(doc::default_template());
+  return doc::render_template(tpl, ctx.plan, tpl_name);
+}
+
+std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records) {
+  return doc::splice(base, plan.doc, doc::render_regions(plan, records));
+}
+
+void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
+
+void info(const GlobalOptions& g, const std::string& message) {
+  if (!g.quiet) fmt::print(stderr, "abtrack: {}\n", message);
+}
+
+std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name) {
+  const std::string& a = args[i];
+  if (a == name) {
+    if (i + 1 >= args.size()) throw Error(Exit::usage, fmt::format("{} needs a value", name));
+    i += 1;
+    return args[i];
+  }
+  if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=') return a.substr(name.size() + 1);
+  return std::nullopt;
+}
+
+void unknown_argument(const std::string& command, const std::string& arg, const std::vector<std::string>& known) {
+  std::string word = arg.substr(0, arg.find('='));
+  throw Error(Exit::usage, fmt::format("{}: unknown argument '{}'{}", command, arg, util::suggestion_suffix(word, known)),
+              fmt::format("see abtrack help {}", command));
+}
+
+}  // namespace abtrack::cli

@@ -1,0 +1,63 @@
+#pragma once
+// What every command shares: parsed global options, the repository, the plan, the records.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gitstore/repository.hpp"
+#include "plan/plan.hpp"
+#include "record/record.hpp"
+
+namespace abtrack::cli {
+
+// Options before or after the command name that every command accepts.
+struct GlobalOptions {
+  std::optional<std::string> plan;  // -p/--plan FILE
+  bool quiet = false;               // -q/--quiet
+};
+
+// The arguments of one command after the global options were taken out.
+struct Args {
+  std::string command;
+  std::vector<std::string> rest;
+  GlobalOptions global;
+};
+
+// The repository (found from the current directory) and the plan.
+struct Context {
+  gitstore::Repository repo;
+  plan::Plan plan;
+  std::string plan_name;  // as the user named it, for messages
+};
+
+// Opens the repository containing the current directory and loads the plan (default
+// ./abtrack.yaml). Prints the plan's warnings. Throws Error.
+Context open_context(const GlobalOptions& g);
+
+// The records of the plan's experiment in a tree, sorted by run number. Parsed records are
+// cached by blob id for the life of the process, so retries and repeated loads are cheap.
+std::vector<record::Record> load_records(const gitstore::TreeView& tree, const plan::Plan& plan);
+
+// The document text for the tree: the doc in the tree, or the template rendered from the
+// plan when the tree has no doc yet.
+std::string base_document(const gitstore::TreeView& tree, const Context& ctx);
+
+// The document with its regions re-rendered from `records`.
+std::string rendered_document(const std::string& base, const plan::Plan& plan,
+                              const std::vector<record::Record>& records);
+
+// Prints "abtrack: warning: ..." to stderr.
+void warn(const std::string& message);
+// Prints a progress/info line to stderr unless quiet.
+void info(const GlobalOptions& g, const std::string& message);
+
+// Takes "--name VALUE" / "--name=VALUE" at args[i]; advances i. nullopt when args[i] is not it.
+// Throws Error(usage) when the value is missing.
+std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name);
+
+// Throws Error(usage) for an argument a command does not know, with did-you-mean over `known`.
+[[noreturn]] void unknown_argument(const std::string& command, const std::string& arg,
+                                   const std::vector<std::string>& known);
+
+}  // namespace abtrack::cli

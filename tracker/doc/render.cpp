@@ -1,0 +1,335 @@
+#include "doc/render.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "record/compare.hpp"
+#include "stats/prediction.hpp"
+#include "stats/quantile.hpp"
+#include "stats/sweep.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::doc {
+namespace {
+
+using record::CellRuns;
+using record::Record;
+using runner::Outcome;
+
+std::string pct(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "+∞" : "−∞";
+  return fmt::format("{:+.1f}%", v);
+}
+
+std::string pct_interval(const stats::Interval& i) {
+  if (!i.bounded()) return "[CI needs more samples]";
+  return fmt::format("[{:+.1f}, {:+.1f}]", i.lo, i.hi);
+}
+
+std::string p_text(const std::optional<double>& p) {
+  if (!p) return "p n/a";
+  if (*p < 1e-4) return "p<0.0001";
+  return fmt::format("p={}", util::format_number(*p));
+}
+
+std::string outcome_text(Outcome o) {
+  switch (o) {
+    case Outcome::pass: return "pass";
+    case Outcome::fail: return "**fail**";
+    case Outcome::invalid: return "*invalid*";
+  }
+  return "";
+}
+
+// The metric whose n and median the runs list shows: the prediction's, else the first with
+// `better:`, else the first.
+const plan::Metric& primary_metric(const plan::Plan& plan) {
+  if (plan.prediction)
+    if (const auto* m = plan.metric(plan.prediction->metric)) return *m;
+  for (const auto& m : plan.metrics)
+    if (m.better != plan::Better::none) return m;
+  return plan.metrics.front();
+}
+
+std::string median_text(const std::vector<double>& s, bool with_ci) {
+  if (s.empty()) return "—";
+  double med = stats::median(s);
+  std::string out = util::format_number(med);
+  if (with_ci) {
+    auto ci = stats::median_ci(s, 0.95);
+    if (ci.bounded()) out += fmt::format(" [{}, {}]", util::format_number(ci.lo), util::format_number(ci.hi));
+  }
+  return out;
+}
+
+std::string gates_text(const Record& r) {
+  if (r.data.gates.empty()) return "—";
+  std::vector<std::string> failed;
+  bool any_unevaluated = false;
+  for (const auto& g : r.data.gates) {
+    if (!g.evaluated) any_unevaluated = true;
+    else if (!g.holds) failed.push_back(g.expression + " (worst " + util::format_number(*g.worst) + ")");
+  }
+  if (!failed.empty()) return "✗ " + fmt::format("{}", fmt::join(failed, "; "));
+  if (any_unevaluated) return "not evaluated";
+  return fmt::format("✓ {}/{}", r.data.gates.size(), r.data.gates.size());
+}
+
+// A comparison of one cell's latest run with its baseline cell's latest run, per metric.
+struct CellComparison {
+  const CellRuns* cell = nullptr;
+  bool is_baseline = false;
+  std::string unavailable;  // why there is no comparison ("baseline pending", ...)
+  record::Comparison result;
+};
+
+}  // namespace
+
+std::string escape_cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '\\': out += "\\\\"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\n': out += ' '; break;
+      case '\r': break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<Record>& records) {
+  auto cells = record::cells_with_runs(plan, records);
+  auto compared = record::compared_metrics(plan);
+  const plan::Metric& primary = primary_metric(plan);
+
+  // Comparisons, then Holm across every p-value of the experiment.
+  std::vector<CellComparison> comps(cells.size());
+  std::vector<stats::Comparison*> family;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    auto& cc = comps[i];
+    cc.cell = &cells[i];
+    auto base_cell = plan.baseline_for(cells[i].cell);
+    const Record* latest = cells[i].latest();
+    if (!base_cell) {
+      cc.unavailable = plan.baseline ? "no baseline cell" : "";
+      continue;
+    }
+    if (*base_cell == cells[i].cell) {
+      cc.is_baseline = true;
+      continue;
+    }
+    auto b = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
+    const Record* base = b == cells.end() ? nullptr : b->latest();
+    if (!latest) continue;
+    if (latest->data.outcome != Outcome::pass) cc.unavailable = "no verdict: gates";
+    else if (!base) cc.unavailable = "baseline pending";
+    else if (base->data.outcome != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(base->data.outcome));
+    else {
+      cc.result = record::compare_with_baseline(plan, *base, latest->data.samples);
+      for (auto& m : cc.result.metrics) family.push_back(&m.result);
+    }
+  }
+  std::vector<stats::Comparison> flat;
+  for (auto* c : family) flat.push_back(*c);
+  std::size_t with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  if (with_p > 1) {
+    stats::adjust_family(flat);
+    for (std::size_t i = 0; i < family.size(); ++i) *family[i] = flat[i];
+  }
+
+  std::map<std::string, std::string> out;
+
+  // ---- results
+  std::string t;
+  std::vector<std::string> head;
+  for (const auto& a : plan.axes) head.push_back(escape_cell(a.name));
+  head.push_back("n");
+  for (const auto& m : plan.metrics) {
+    head.push_back(escape_cell(m.unit.empty() ? m.name : fmt::format("{} ({})", m.name, m.unit)));
+    if (plan.baseline && std::find(compared.begin(), compared.end(), &m) != compared.end())
+      head.push_back(escape_cell("Δ " + m.name));
+  }
+  head.push_back("gates");
+  head.push_back("outcome");
+  head.push_back("run");
+  t += "| " + fmt::format("{}", fmt::join(head, " | ")) + " |\n";
+  t += "|" + [&] {
+    std::string s;
+    // Axes, gates and outcome read as text; the numbers align right.
+    for (std::size_t i = 0; i < head.size(); ++i) s += (i < plan.axes.size() || i + 3 == head.size() || i + 2 == head.size()) ? " --- |" : " ---: |";
+    return s;
+  }() + "\n";
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& c = cells[i];
+    const Record* r = c.latest();
+    std::vector<std::string> row;
+    for (const auto& v : c.cell.values) row.push_back(escape_cell(v));
+    if (!r) {
+      row.push_back("");
+      for (const auto& m : plan.metrics) {
+        row.push_back("");
+        if (plan.baseline && std::find(compared.begin(), compared.end(), &m) != compared.end()) row.push_back("");
+      }
+      row.push_back("");
+      row.push_back("pending");
+      row.push_back("");
+    } else {
+      auto ps = r->data.samples.find(primary.name);
+      row.push_back(ps == r->data.samples.end() ? "0" : std::to_string(ps->second.size()));
+      for (const auto& m : plan.metrics) {
+        auto s = r->data.samples.find(m.name);
+        row.push_back(escape_cell(s == r->data.samples.end() ? "—" : median_text(s->second, true)));
+        if (!(plan.baseline && std::find(compared.begin(), compared.end(), &m) != compared.end())) continue;
+        const auto& cc = comps[i];
+        std::string cell;
+        if (cc.is_baseline) cell = "baseline";
+        else if (!cc.unavailable.empty()) cell = "— (" + cc.unavailable + ")";
+        else {
+          auto mc = std::find_if(cc.result.metrics.begin(), cc.result.metrics.end(),
+                                 [&](const record::MetricComparison& x) { return x.metric == m.name; });
+          if (mc == cc.result.metrics.end()) cell = "—";
+          else {
+            const auto& res = mc->result;
+            std::string verdict(stats::to_string(res.verdict));
+            if (res.verdict == stats::Verdict::same) verdict = "~";
+            cell = fmt::format("{} {} {}, {}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), verdict, p_text(res.decisive_p()));
+          }
+        }
+        row.push_back(escape_cell(cell));
+      }
+      row.push_back(escape_cell(gates_text(*r)));
+      row.push_back(outcome_text(r->data.outcome));
+      row.push_back(std::to_string(r->run));
+    }
+    t += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
+  }
+  if (!plan.metrics.empty()) {
+    t += fmt::format("\nMedians with their distribution-free 95% CI (shown from 6 samples); n counts `{}` samples.", primary.name);
+    if (plan.baseline && !compared.empty()) {
+      t += fmt::format(
+          " Δ is the Hodges–Lehmann change against the baseline cell with its {:g}% CI; verdicts from a two-sided "
+          "Mann–Whitney U test at α = {:g}, changes within ±{:g}% count as equivalent",
+          100 * (1 - plan.alpha), plan.alpha, plan.min_effect_pct);
+      if (with_p > 1) t += fmt::format("; p-values Holm–Bonferroni-adjusted over {} comparisons", with_p);
+      t += ". A cell that fails a gate gets no verdict.";
+    }
+    t += "\n";
+  }
+  out["results"] = t;
+
+  // ---- summary
+  std::size_t measured = 0, pass = 0, fail = 0, invalid = 0;
+  for (const auto& c : cells) {
+    if (const Record* r = c.latest()) {
+      ++measured;
+      if (r->data.outcome == Outcome::pass) ++pass;
+      else if (r->data.outcome == Outcome::fail) ++fail;
+      else ++invalid;
+    }
+  }
+  std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending.\n", measured,
+                              cells.size(), pass, fail, invalid, cells.size() - measured);
+  if (plan.prediction) {
+    const auto& p = *plan.prediction;
+    s += fmt::format("\n**Prediction:** `{}` {}", p.metric, pct(p.change_pct));
+    if (p.range_pct) s += fmt::format(" (range {} to {})", pct(p.range_pct->first), pct(p.range_pct->second));
+    s += ".";
+    if (!p.range_pct) s += " No range was given, so the prediction can at best be partly confirmed.";
+    s += "\n";
+  }
+  if (plan.baseline && !compared.empty()) {
+    // Variants: the values of the baseline's axes; cells of one variant differ on the others.
+    const plan::Metric& m = plan.prediction ? *plan.metric(plan.prediction->metric) : *compared.front();
+    std::vector<std::string> variant_names;
+    std::map<std::string, std::vector<const CellComparison*>> by_variant;
+    for (const auto& cc : comps) {
+      if (cc.is_baseline) continue;
+      std::vector<std::string> parts;
+      for (const auto& [axis, value] : *plan.baseline) {
+        for (std::size_t a = 0; a < plan.axes.size(); ++a)
+          if (plan.axes[a].name == axis) parts.push_back(axis + "=" + cc.cell->cell.values[a]);
+      }
+      std::string name = fmt::format("{}", fmt::join(parts, " "));
+      if (!by_variant.count(name)) variant_names.push_back(name);
+      by_variant[name].push_back(&cc);
+    }
+    std::string rows;
+    for (const auto& name : variant_names) {
+      std::vector<std::optional<double>> deltas;
+      std::map<std::string, int> verdicts;
+      std::vector<stats::PredictionOutcome> judged;
+      for (const auto* cc : by_variant[name]) {
+        auto mc = std::find_if(cc->result.metrics.begin(), cc->result.metrics.end(),
+                               [&](const record::MetricComparison& x) { return x.metric == m.name; });
+        if (mc == cc->result.metrics.end()) {
+          deltas.push_back(std::nullopt);
+          continue;
+        }
+        deltas.push_back(mc->result.delta_pct);
+        ++verdicts[std::string(mc->result.verdict == stats::Verdict::same ? "~" : stats::to_string(mc->result.verdict))];
+        if (plan.prediction) {
+          stats::Prediction pr{plan.prediction->change_pct,
+                               plan.prediction->range_pct
+                                   ? stats::Interval{plan.prediction->range_pct->first, plan.prediction->range_pct->second}
+                                   : stats::Interval{plan.prediction->change_pct, plan.prediction->change_pct}};
+          judged.push_back(stats::judge_prediction(pr, mc->result.delta_ci_pct));
+        }
+      }
+      std::string geo = "—";
+      try {
+        auto sw = stats::geomean_deltas_pct(deltas);
+        if (sw.delta_pct) geo = fmt::format("{} over {} of {} cells", pct(*sw.delta_pct), sw.cells, deltas.size());
+      } catch (const Error&) {
+        geo = "— (values ≤ −100%)";
+      }
+      std::vector<std::string> vparts;
+      for (const auto& [v, n] : verdicts) vparts.push_back(fmt::format("{} {}", n, v));
+      std::string judgement = "—";
+      if (!judged.empty()) {
+        bool all_c = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::confirmed; });
+        bool all_r = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::refuted; });
+        judgement = all_c ? "confirmed" : all_r ? "refuted" : "partly";
+        judgement += fmt::format(" ({} of {} cells compared)", judged.size(), deltas.size());
+      }
+      rows += fmt::format("| {} | {} | {} |{}\n", escape_cell(name), escape_cell(geo),
+                          escape_cell(vparts.empty() ? "—" : fmt::format("{}", fmt::join(vparts, ", "))),
+                          plan.prediction ? " " + escape_cell(judgement) + " |" : "");
+    }
+    if (!rows.empty()) {
+      s += fmt::format("\n| variant | Δ `{}` vs baseline (geometric mean) | verdicts |{}\n", m.name,
+                       plan.prediction ? " prediction |" : "");
+      s += std::string("| --- | ---: | --- |") + (plan.prediction ? " --- |" : "") + "\n" + rows;
+    }
+  }
+  out["summary"] = s;
+
+  // ---- runs
+  std::vector<const Record*> mine;
+  for (const auto& r : records)
+    if (r.experiment == plan.experiment) mine.push_back(&r);
+  std::string runs = "| run | cell | outcome | " + escape_cell(primary.name) + " median | reason | code |\n| ---: | --- | --- | ---: | --- | --- |\n";
+  std::size_t shown = 0;
+  for (auto it = mine.rbegin(); it != mine.rend() && shown < kRunsListed; ++it, ++shown) {
+    const Record& r = **it;
+    auto ps = r.data.samples.find(primary.name);
+    std::string code = r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12);
+    if (!r.code.snapshot.empty()) code += " +snapshot " + r.code.snapshot.substr(0, 12);
+    runs += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run, escape_cell(r.label()), outcome_text(r.data.outcome),
+                        escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
+                        escape_cell(r.data.reason.empty() ? "" : r.data.reason), escape_cell(code));
+  }
+  if (mine.size() > shown) runs += fmt::format("\n{} earlier runs: `abtrack log` or `git log` lists them.\n", mine.size() - shown);
+  if (mine.empty()) runs += "\n(no runs yet)\n";
+  out["runs"] = runs;
+  return out;
+}
+
+}  // namespace abtrack::doc

@@ -1,0 +1,525 @@
+#include "gitstore/repository.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <git2.h>
+
+#include "util/error.hpp"
+#include "util/files.hpp"
+
+namespace abtrack::gitstore {
+namespace fs = std::filesystem;
+namespace {
+
+// RAII for libgit2 objects.
+template <class T, void (*Free)(T*)>
+struct Owned {
+  T* p = nullptr;
+  Owned() = default;
+  explicit Owned(T* x) : p(x) {}
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (p) Free(p);
+  }
+  T** out() { return &p; }
+  void reset(T* x) {
+    if (p) Free(p);
+    p = x;
+  }
+  T* get() const { return p; }
+};
+using Tree = Owned<git_tree, git_tree_free>;
+using Commit = Owned<git_commit, git_commit_free>;
+using Reference = Owned<git_reference, git_reference_free>;
+using Index = Owned<git_index, git_index_free>;
+using Signature = Owned<git_signature, git_signature_free>;
+using Blob = Owned<git_blob, git_blob_free>;
+using StatusList = Owned<git_status_list, git_status_list_free>;
+using Revwalk = Owned<git_revwalk, git_revwalk_free>;
+using Config = Owned<git_config, git_config_free>;
+using Repo = Owned<git_repository, git_repository_free>;
+using TreeEntry = Owned<git_tree_entry, git_tree_entry_free>;
+
+std::string last_git_message() {
+  const git_error* e = git_error_last();
+  return e && e->message ? e->message : "unknown libgit2 error";
+}
+
+std::string hex(const git_oid& oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &oid);
+  return buf;
+}
+
+git_oid parse_oid(const std::string& s) {
+  git_oid oid;
+  check_git(git_oid_fromstr(&oid, s.c_str()), "parsing object id " + s);
+  return oid;
+}
+
+void ensure_init() {
+  static const int once = [] {
+    git_libgit2_init();
+    return 0;
+  }();
+  (void)once;
+}
+
+// HEAD's ref name ("refs/heads/main", or "HEAD" when detached) and its current target.
+struct Tip {
+  std::string ref;
+  std::optional<git_oid> oid;
+};
+
+Tip read_tip(git_repository* repo) {
+  Reference head;
+  int rc = git_reference_lookup(head.out(), repo, "HEAD");
+  check_git(rc, "reading HEAD");
+  if (git_reference_type(head.get()) == GIT_REFERENCE_SYMBOLIC) {
+    Tip t{git_reference_symbolic_target(head.get()), std::nullopt};
+    git_oid oid;
+    rc = git_reference_name_to_id(&oid, repo, t.ref.c_str());
+    if (rc == 0) t.oid = oid;
+    else if (rc != GIT_ENOTFOUND) check_git(rc, "reading " + t.ref);
+    return t;
+  }
+  return Tip{"HEAD", *git_reference_target(head.get())};
+}
+
+git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
+  if (!commit_id) return nullptr;
+  Commit c;
+  check_git(git_commit_lookup(c.out(), repo, &*commit_id), "reading the HEAD commit");
+  git_tree* t = nullptr;
+  check_git(git_commit_tree(&t, c.get()), "reading the HEAD tree");
+  return t;
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v && *v) return std::string(v);
+  return std::nullopt;
+}
+
+std::optional<std::string> config_string(git_repository* repo, const char* key) {
+  Config cfg;
+  if (git_repository_config_snapshot(cfg.out(), repo) != 0) return std::nullopt;
+  const char* v = nullptr;
+  if (git_config_get_string(&v, cfg.get(), key) != 0 || !v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+// GIT_AUTHOR_* / GIT_COMMITTER_* first, then user.name / user.email (libgit2's own default
+// ignores the environment variables).
+git_signature* make_signature(git_repository* repo, const char* who) {
+  auto name = env(fmt::format("GIT_{}_NAME", who).c_str());
+  auto email = env(fmt::format("GIT_{}_EMAIL", who).c_str());
+  if (!name) name = config_string(repo, "user.name");
+  if (!email) email = config_string(repo, "user.email");
+  if (!name || !email)
+    throw Error(Exit::environment,
+                fmt::format("no git identity: {} is not set", !name ? "user.name" : "user.email"),
+                "run git config --global user.name \"Your Name\" and git config --global user.email you@example.com "
+                "(or set GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)");
+  git_signature* sig = nullptr;
+  check_git(git_signature_now(&sig, name->c_str(), email->c_str()), "making the commit signature");
+  return sig;
+}
+
+// An exclusive lock held for the life of the object; released by the kernel if the process
+// dies, so it can never go stale.
+class FileLock {
+ public:
+  FileLock(const fs::path& path, std::chrono::seconds max_wait) {
+    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    auto deadline = std::chrono::steady_clock::now() + max_wait;
+    while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR)
+        throw Error(Exit::environment, fmt::format("cannot lock {}: {}", path.string(), std::strerror(errno)));
+      if (std::chrono::steady_clock::now() > deadline)
+        throw Error(Exit::environment, fmt::format("another abtrack has held {} for over {} s", path.string(), max_wait.count()),
+                    "wait for it to finish, or find it with: fuser " + path.string());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ~FileLock() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int m_fd = -1;
+};
+
+void backoff(int attempt) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  int cap = std::min(200, 2 << std::min(attempt, 7));
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1, cap)(rng)));
+}
+
+std::string short_status(unsigned flags) {
+  if (flags & GIT_STATUS_WT_NEW) return "??";
+  char i = ' ', w = ' ';
+  if (flags & GIT_STATUS_INDEX_NEW) i = 'A';
+  else if (flags & GIT_STATUS_INDEX_MODIFIED) i = 'M';
+  else if (flags & GIT_STATUS_INDEX_DELETED) i = 'D';
+  else if (flags & GIT_STATUS_INDEX_RENAMED) i = 'R';
+  else if (flags & GIT_STATUS_INDEX_TYPECHANGE) i = 'T';
+  if (flags & GIT_STATUS_WT_MODIFIED) w = 'M';
+  else if (flags & GIT_STATUS_WT_DELETED) w = 'D';
+  else if (flags & GIT_STATUS_WT_TYPECHANGE) w = 'T';
+  else if (flags & GIT_STATUS_WT_RENAMED) w = 'R';
+  if (flags & GIT_STATUS_CONFLICTED) return "UU";
+  return std::string{i, w};
+}
+
+constexpr unsigned kChanged = ~static_cast<unsigned>(GIT_STATUS_IGNORED) & ~static_cast<unsigned>(GIT_STATUS_CURRENT);
+
+}  // namespace
+
+void free_tree(git_tree* tree) {
+  if (tree) git_tree_free(tree);
+}
+
+void check_git(int rc, const std::string& what) {
+  if (rc < 0) throw Error(Exit::environment, fmt::format("{}: {}", what, last_git_message()));
+}
+
+// ---- TreeView ----------------------------------------------------------------------------
+
+std::vector<Entry> TreeView::list(const std::string& dir) const {
+  std::vector<Entry> out;
+  if (!m_tree) return out;
+  TreeEntry e;
+  if (git_tree_entry_bypath(e.out(), m_tree, dir.c_str()) != 0) return out;
+  if (git_tree_entry_type(e.get()) != GIT_OBJECT_TREE) return out;
+  Tree sub;
+  check_git(git_tree_lookup(sub.out(), m_repo, git_tree_entry_id(e.get())), "reading " + dir);
+  std::size_t n = git_tree_entrycount(sub.get());
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const git_tree_entry* ent = git_tree_entry_byindex(sub.get(), i);
+    if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) continue;
+    out.push_back(Entry{git_tree_entry_name(ent), hex(*git_tree_entry_id(ent))});
+  }
+  return out;
+}
+
+std::optional<std::string> TreeView::read(const std::string& path) const {
+  if (!m_tree) return std::nullopt;
+  TreeEntry e;
+  if (git_tree_entry_bypath(e.out(), m_tree, path.c_str()) != 0) return std::nullopt;
+  if (git_tree_entry_type(e.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return read_blob(hex(*git_tree_entry_id(e.get())));
+}
+
+std::string TreeView::read_blob(const std::string& oid_hex) const {
+  git_oid oid = parse_oid(oid_hex);
+  Blob b;
+  check_git(git_blob_lookup(b.out(), m_repo, &oid), "reading blob " + oid_hex);
+  return std::string(static_cast<const char*>(git_blob_rawcontent(b.get())),
+                     static_cast<std::size_t>(git_blob_rawsize(b.get())));
+}
+
+std::string HistoryEntry::trailer(std::string_view key) const {
+  for (const auto& [k, v] : trailers)
+    if (k == key) return v;
+  return {};
+}
+
+// ---- Repository --------------------------------------------------------------------------
+
+Repository::Repository(git_repository* repo) : m_repo(repo) {
+  std::string wd = git_repository_workdir(repo);
+  while (wd.size() > 1 && wd.back() == '/') wd.pop_back();
+  m_workdir = wd;
+}
+Repository::Repository(Repository&& o) noexcept : m_repo(o.m_repo), m_workdir(std::move(o.m_workdir)) { o.m_repo = nullptr; }
+Repository& Repository::operator=(Repository&& o) noexcept {
+  std::swap(m_repo, o.m_repo);
+  std::swap(m_workdir, o.m_workdir);
+  return *this;
+}
+Repository::~Repository() {
+  if (m_repo) git_repository_free(m_repo);
+}
+
+Repository Repository::discover(const fs::path& start) {
+  ensure_init();
+  git_repository* repo = nullptr;
+  int rc = git_repository_open_ext(&repo, start.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND)
+    throw Error(Exit::environment, fmt::format("not in a git repository: {}", start.string()),
+                "run abtrack inside a git work tree (git init creates one)");
+  if (rc == GIT_EOWNER)
+    throw Error(Exit::environment, fmt::format("the repository at {} is owned by another user", start.string()),
+                "if you trust it: git config --global --add safe.directory <its path>");
+  if (rc < 0) {
+    std::string msg = last_git_message();
+    if (msg.find("extension") != std::string::npos)
+      throw Error(Exit::environment, "the repository uses a git extension that abtrack (libgit2 1.5) does not support: " + msg,
+                  "abtrack cannot commit safely here; run it in a clone without that extension");
+    throw Error(Exit::environment, "cannot open the git repository: " + msg);
+  }
+  if (git_repository_is_bare(repo)) {
+    git_repository_free(repo);
+    throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
+  }
+  return Repository(repo);
+}
+
+std::optional<std::string> Repository::head() const {
+  auto tip = read_tip(m_repo);
+  if (!tip.oid) return std::nullopt;
+  return hex(*tip.oid);
+}
+
+git_tree* Repository::head_tree() const { return tree_of(m_repo, read_tip(m_repo).oid); }
+
+
+std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths) const {
+  std::vector<PathStatus> out;
+  std::vector<std::string> dirs;
+  for (const auto& p : paths) {
+    if (!p.empty() && p.back() == '/') {
+      dirs.push_back(p.substr(0, p.size() - 1));
+      continue;
+    }
+    unsigned flags = 0;
+    int rc = git_status_file(&flags, m_repo, p.c_str());
+    if (rc == GIT_ENOTFOUND) continue;
+    check_git(rc, "reading the status of " + p);
+    if (flags & kChanged) out.push_back(PathStatus{p, short_status(flags)});
+  }
+  if (!dirs.empty()) {
+    std::vector<char*> specs;
+    for (auto& d : dirs) specs.push_back(d.data());
+    git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+    opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+    opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+    opts.pathspec = {specs.data(), specs.size()};
+    StatusList list;
+    check_git(git_status_list_new(list.out(), m_repo, &opts), "reading the status of " + dirs.front());
+    for (std::size_t i = 0; i < git_status_list_entrycount(list.get()); ++i) {
+      const git_status_entry* e = git_status_byindex(list.get(), i);
+      if (!(e->status & kChanged)) continue;
+      const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+      out.push_back(PathStatus{d && d->new_file.path ? d->new_file.path : "?", short_status(e->status)});
+    }
+  }
+  return out;
+}
+
+bool Repository::dirty() const {
+  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  int rc = git_status_foreach_ext(
+      m_repo, &opts, [](const char*, unsigned flags, void*) -> int { return (flags & kChanged) ? 1 : 0; }, nullptr);
+  if (rc == 1) return true;
+  check_git(rc, "reading the work tree status");
+  return false;
+}
+
+std::string Repository::snapshot(const std::string& message) const {
+  // A second handle, so the index we fill is never the one the user's git sees; it is never
+  // written.
+  Repo second;
+  check_git(git_repository_open(second.out(), git_repository_path(m_repo)), "opening the repository for a snapshot");
+  check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
+  Index index;
+  check_git(git_repository_index(index.out(), second.get()), "reading the index for a snapshot");
+  check_git(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "adding tracked changes to the snapshot");
+  char star[] = "*";
+  char* specs[] = {star};
+  git_strarray all = {specs, 1};
+  auto skip_large = [](const char* path, const char*, void* payload) -> int {
+    const auto* root = static_cast<const fs::path*>(payload);
+    std::error_code ec;
+    auto size = fs::file_size(*root / path, ec);
+    return (!ec && size > (64u << 20)) ? 1 : 0;  // >0 skips: huge build outputs stay out
+  };
+  fs::path root = m_workdir;
+  check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &root),
+            "adding untracked files to the snapshot");
+  git_oid tree_id;
+  check_git(git_index_write_tree_to(&tree_id, index.get(), m_repo), "writing the snapshot tree");
+  Tree tree;
+  check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the snapshot tree");
+  Signature sig(make_signature(m_repo, "COMMITTER"));
+  auto tip = read_tip(m_repo);
+  Commit parent;
+  const git_commit* parents[1] = {nullptr};
+  std::size_t n = 0;
+  if (tip.oid) {
+    check_git(git_commit_lookup(parent.out(), m_repo, &*tip.oid), "reading HEAD");
+    parents[0] = parent.get();
+    n = 1;
+  }
+  git_oid id;
+  check_git(git_commit_create(&id, m_repo, nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), n, parents),
+            "creating the snapshot commit");
+  return hex(id);
+}
+
+void Repository::check_identity() const { Signature s(make_signature(m_repo, "COMMITTER")); }
+
+fs::path Repository::state_dir() const {
+  fs::path dir = fs::path(git_repository_commondir(m_repo)) / "abtrack";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return dir;
+}
+
+Committed Repository::commit(const std::function<Change(const TreeView&)>& build) {
+  Signature author(make_signature(m_repo, "AUTHOR"));
+  Signature committer(make_signature(m_repo, "COMMITTER"));
+  // abtrack processes take turns; the ref compare-and-swap below still guards against any
+  // other writer (the user's git, another tool).
+  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+
+  constexpr int kMaxAttempts = 60;
+  Committed result;
+  Change change;
+  std::optional<git_oid> old_tip;
+  Tree old_tree;
+  std::string ref_name;
+  int last_rc = 0;
+  for (int attempt = 1;; ++attempt) {
+    auto tip = read_tip(m_repo);
+    ref_name = tip.ref;
+    old_tip = tip.oid;
+    old_tree.reset(tree_of(m_repo, tip.oid));
+    TreeView view(m_repo, old_tree.get(), tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt);
+    change = build(view);
+
+    std::vector<git_tree_update> updates;
+    for (const auto& [path, content] : change.files) {
+      git_tree_update u{};
+      u.action = GIT_TREE_UPDATE_UPSERT;
+      check_git(git_blob_create_from_buffer(&u.id, m_repo, content.data(), content.size()), "writing " + path);
+      u.filemode = GIT_FILEMODE_BLOB;
+      u.path = path.c_str();
+      updates.push_back(u);
+    }
+    git_oid tree_id;
+    check_git(git_tree_create_updated(&tree_id, m_repo, old_tree.get(), updates.size(), updates.data()), "building the tree");
+    Tree tree;
+    check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the new tree");
+    Commit parent;
+    const git_commit* parents[1] = {nullptr};
+    std::size_t n = 0;
+    if (tip.oid) {
+      check_git(git_commit_lookup(parent.out(), m_repo, &*tip.oid), "reading HEAD");
+      parents[0] = parent.get();
+      n = 1;
+    }
+    git_oid id;
+    check_git(git_commit_create(&id, m_repo, nullptr, author.get(), committer.get(), nullptr, change.message.c_str(),
+                                tree.get(), n, parents),
+              "creating the commit");
+    // Compare-and-swap: move the ref only if it still points where we built on.
+    std::string subject = change.message.substr(0, change.message.find('\n'));
+    std::string reflog = "commit: " + subject;
+    Reference ref;
+    int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
+                     : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
+    if (rc == 0) {
+      result.commit = hex(id);
+      result.attempts = attempt;
+      break;
+    }
+    if (rc != GIT_EMODIFIED && rc != GIT_ELOCKED && rc != GIT_EEXISTS) check_git(rc, "updating " + ref_name);
+    last_rc = rc;
+    if (attempt >= kMaxAttempts) {
+      std::string lockfile = (fs::path(git_repository_commondir(m_repo)) / (ref_name + ".lock")).string();
+      if (ref_name == "HEAD") lockfile = (fs::path(git_repository_path(m_repo)) / "HEAD.lock").string();
+      if (last_rc == GIT_ELOCKED)
+        throw Error(Exit::environment, fmt::format("{} stayed locked through {} attempts: {}", ref_name, attempt, lockfile),
+                    "if no git process is running, remove that lock file");
+      throw Error(Exit::environment, fmt::format("{} kept moving; gave up after {} attempts", ref_name, attempt));
+    }
+    backoff(attempt);
+  }
+
+  for (const auto& [name, target] : change.refs) {
+    git_oid oid = parse_oid(target);
+    Reference ref;
+    check_git(git_reference_create(ref.out(), m_repo, name.c_str(), &oid, 1, "abtrack"), "creating " + name);
+  }
+
+  // Make the index and work tree agree with the commit, for exactly these paths.
+  TreeView before(m_repo, old_tree.get(), std::nullopt);
+  std::vector<std::string> synced;
+  for (const auto& [path, content] : change.files) {
+    fs::path file = m_workdir / path;
+    std::optional<std::string> current;
+    std::error_code ec;
+    if (fs::exists(file, ec)) current = util::read_file(file);
+    auto previous = before.read(path);
+    if (current && *current != content && current != previous) {
+      result.kept_edits.push_back(path);  // edited while we ran: the user's text wins in the work tree
+      continue;
+    }
+    if (current != content) util::write_file_atomic(file, content);
+    synced.push_back(path);
+  }
+  if (!synced.empty()) {
+    Index index;
+    check_git(git_repository_index(index.out(), m_repo), "opening the index");
+    for (int attempt = 1;; ++attempt) {
+      int rc = git_index_read(index.get(), 1);
+      for (std::size_t i = 0; rc == 0 && i < synced.size(); ++i) rc = git_index_add_bypath(index.get(), synced[i].c_str());
+      if (rc == 0) rc = git_index_write(index.get());
+      if (rc == 0) break;
+      if (rc != GIT_ELOCKED || attempt >= 100)
+        check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
+                                  synced.front(), result.commit.substr(0, 12), synced.front()));
+      backoff(attempt);
+    }
+  }
+  return result;
+}
+
+std::vector<HistoryEntry> Repository::history(const std::string& key) const {
+  std::vector<HistoryEntry> out;
+  if (!read_tip(m_repo).oid) return out;
+  Revwalk walk;
+  check_git(git_revwalk_new(walk.out(), m_repo), "walking the history");
+  git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME);
+  check_git(git_revwalk_push_head(walk.get()), "walking the history");
+  git_oid oid;
+  while (git_revwalk_next(&oid, walk.get()) == 0) {
+    Commit c;
+    check_git(git_commit_lookup(c.out(), m_repo, &oid), "reading a commit");
+    const char* msg = git_commit_message(c.get());
+    if (!key.empty() && (!msg || !std::strstr(msg, key.c_str()))) continue;
+    HistoryEntry e;
+    git_message_trailer_array arr{};
+    if (msg && git_message_trailers(&arr, msg) == 0) {
+      for (std::size_t i = 0; i < arr.count; ++i) e.trailers.emplace_back(arr.trailers[i].key, arr.trailers[i].value);
+      git_message_trailer_array_free(&arr);
+    }
+    if (!key.empty() && e.trailer(key).empty()) continue;
+    e.commit = hex(oid);
+    e.time = git_commit_time(c.get());
+    const char* summary = git_commit_summary(c.get());
+    e.subject = summary ? summary : "";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace abtrack::gitstore

@@ -1,0 +1,138 @@
+#pragma once
+// Everything abtrack does with git, through libgit2 (the only user of it). Knows nothing of
+// plans: it commits files on HEAD with compare-and-swap, snapshots the work tree, reads trees
+// and history.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct git_repository;
+struct git_tree;
+
+namespace abtrack::gitstore {
+
+// A file in a folder of a tree.
+struct Entry {
+  std::string name;  // file name within the folder
+  std::string oid;   // blob id, 40 hex digits
+};
+
+// Read access to the tree of one commit (or to nothing, on an unborn branch).
+class TreeView {
+ public:
+  TreeView(git_repository* repo, git_tree* tree, std::optional<std::string> commit)
+      : m_repo(repo), m_tree(tree), m_commit(std::move(commit)) {}
+  // The commit this view shows, nullopt on an unborn branch.
+  const std::optional<std::string>& commit() const { return m_commit; }
+  // The blobs directly inside `dir` ("runs/occ"), sorted by name; empty when there is none.
+  std::vector<Entry> list(const std::string& dir) const;
+  // The content of the file at `path`, nullopt when absent.
+  std::optional<std::string> read(const std::string& path) const;
+  // The content of a blob. Throws Error(environment).
+  std::string read_blob(const std::string& oid) const;
+
+ private:
+  git_repository* m_repo;
+  git_tree* m_tree;  // nullptr: empty
+  std::optional<std::string> m_commit;
+};
+
+// What one commit adds: files (repo-relative path -> content) and its message.
+struct Change {
+  std::string message;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::pair<std::string, std::string>> refs;  // refs to point at ids once committed
+};
+
+struct Committed {
+  std::string commit;                   // the new commit's id
+  std::vector<std::string> kept_edits;  // paths whose work-tree edits were kept (not overwritten)
+  int attempts = 1;                     // compare-and-swap attempts it took
+};
+
+// One entry of the history: a commit with its trailers.
+struct HistoryEntry {
+  std::string commit;
+  std::int64_t time = 0;   // committer time, seconds since the epoch
+  std::string subject;
+  std::vector<std::pair<std::string, std::string>> trailers;
+  // The value of the first trailer `key`, or "".
+  std::string trailer(std::string_view key) const;
+};
+
+// A work-tree path that differs from HEAD, with git's short status ("M ", " M", "??", ...).
+struct PathStatus {
+  std::string path;
+  std::string code;
+};
+
+class Repository {
+ public:
+  // Finds the repository containing `start` (like git does from a subdirectory) and opens it.
+  // Throws Error(environment) with a clear message: not a repository, bare, owned by another
+  // user, unsupported extension.
+  static Repository discover(const std::filesystem::path& start);
+  Repository(Repository&&) noexcept;
+  Repository& operator=(Repository&&) noexcept;
+  ~Repository();
+
+  // The absolute work-tree root (no trailing slash).
+  const std::filesystem::path& workdir() const { return m_workdir; }
+  // HEAD's commit id, nullopt on an unborn branch.
+  std::optional<std::string> head() const;
+  // Calls `fn` with a view of HEAD's tree.
+  template <class Fn>
+  auto with_head(Fn&& fn) const;
+
+  // Paths among `paths` (files, or folders ending in '/') that differ from HEAD in the
+  // index or the work tree, or are untracked (not ignored).
+  std::vector<PathStatus> status(const std::vector<std::string>& paths) const;
+  // Whether the work tree has any change against HEAD (tracked or untracked, not ignored).
+  bool dirty() const;
+  // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create
+  // -u`) with HEAD as parent, without touching the index, work tree or any ref. Returns its id.
+  std::string snapshot(const std::string& message) const;
+
+  // Commits on the branch HEAD points to (or detached HEAD): `build` gets a view of the tip
+  // and returns the change; the tree is HEAD's tree plus the files (never the index). When
+  // the tip moved meanwhile (another writer) it rebuilds on the new tip and retries with
+  // jittered backoff. Afterwards the index and work tree are updated for exactly those paths;
+  // a work-tree file edited during the run is left as the user has it (see kept_edits).
+  // Throws Error(environment) when it cannot commit (no identity, stale lock named, ...).
+  Committed commit(const std::function<Change(const TreeView&)>& build);
+
+  // The commits reachable from HEAD, newest first, that have a trailer `key` (all when empty).
+  std::vector<HistoryEntry> history(const std::string& key = {}) const;
+
+  // Checks that a committer identity is configured. Throws Error(environment) naming user.name.
+  void check_identity() const;
+
+  // The folder where abtrack keeps its own state (.git/abtrack), created on demand.
+  std::filesystem::path state_dir() const;
+
+ private:
+  explicit Repository(git_repository* repo);
+  git_tree* head_tree() const;  // caller frees; nullptr when unborn
+  git_repository* m_repo = nullptr;
+  std::filesystem::path m_workdir;
+};
+
+// Frees a tree (nullptr is fine).
+void free_tree(git_tree* tree);
+
+// Throws Error(environment) with libgit2's last message when rc < 0.
+void check_git(int rc, const std::string& what);
+
+template <class Fn>
+auto Repository::with_head(Fn&& fn) const {
+  std::unique_ptr<git_tree, void (*)(git_tree*)> tree(head_tree(), free_tree);
+  TreeView view(m_repo, tree.get(), head());
+  return fn(static_cast<const TreeView&>(view));
+}
+
+}  // namespace abtrack::gitstore

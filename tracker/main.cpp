@@ -1,0 +1,3 @@
+#include "cli/cli.hpp"
+
+int main(int argc, char** argv) { return abtrack::cli::abtrack_main(argc, argv); }

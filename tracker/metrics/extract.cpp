@@ -1,0 +1,167 @@
+#include "metrics/extract.hpp"
+
+#include <cmath>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "util/text.hpp"
+
+namespace abtrack::metrics {
+namespace {
+
+constexpr std::size_t kMaxCandidates = 4096;
+
+// The end (one past the matching '}') of the object starting at `start`, aware of strings.
+std::optional<std::size_t> match_braces(std::string_view t, std::size_t start) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = start; i < t.size(); ++i) {
+    char c = t[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+      if (depth < 0) return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* why) {
+  // Candidates: '{' as the first non-blank character of a line, tried from the last one back.
+  // A candidate whose object contains the best one so far replaces it (a pretty-printed object
+  // has nested '{' lines); one that ends before the best starts is an earlier object: stop.
+  std::optional<nlohmann::json> best;
+  std::size_t best_start = 0, best_end = 0, tried = 0;
+  std::string first_error;
+  std::size_t line_end = t.size();
+  while (line_end > 0 && tried < kMaxCandidates) {
+    std::size_t line_start = t.rfind('\n', line_end - 1);
+    line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+    if (line_start == line_end && line_start > 0) {  // empty line
+      line_end = line_start - 1;
+      continue;
+    }
+    std::size_t p = line_start;
+    while (p < line_end && (t[p] == ' ' || t[p] == '\t' || t[p] == '\r')) ++p;
+    if (p < line_end && t[p] == '{') {
+      ++tried;
+      auto end = match_braces(t, p);
+      if (end) {
+        if (best && *end <= best_start) break;
+        if (!best || *end >= best_end) {
+          auto v = nlohmann::json::parse(t.substr(p, *end - p), nullptr, false);
+          if (!v.is_discarded() && v.is_object()) {
+            best = std::move(v);
+            best_start = p;
+            best_end = *end;
+          } else if (first_error.empty() && !best) {
+            std::string line(util::trim(t.substr(p, std::min<std::size_t>(line_end - p, 120))));
+            first_error = fmt::format("the last JSON-looking output does not parse (NaN and Infinity are not JSON): {}", line);
+          }
+        }
+      } else if (first_error.empty() && !best) {
+        first_error = "the last JSON-looking output is not a complete object";
+      }
+    }
+    if (line_start == 0) break;
+    line_end = line_start - 1;
+  }
+  if (!best && why) *why = first_error.empty() ? "no JSON object on stdout" : first_error;
+  return best;
+}
+
+Extraction from_json(const nlohmann::json& object, std::string_view path) {
+  const nlohmann::json* cur = &object;
+  for (const auto& seg : util::split(path, '.')) {
+    if (cur->is_object()) {
+      auto it = cur->find(seg);
+      if (it == cur->end()) return {{}, fmt::format("json path '{}' not found (no key '{}')", path, seg)};
+      cur = &*it;
+    } else if (cur->is_array()) {
+      auto idx = util::parse_double(seg);
+      if (!idx || *idx < 0 || std::floor(*idx) != *idx || *idx >= static_cast<double>(cur->size()))
+        return {{}, fmt::format("json path '{}' not found (no index '{}')", path, seg)};
+      cur = &(*cur)[static_cast<std::size_t>(*idx)];
+    } else {
+      return {{}, fmt::format("json path '{}' not found ('{}' is inside a {})", path, seg, cur->type_name())};
+    }
+  }
+  Extraction out;
+  if (cur->is_null()) return {{}, fmt::format("json path '{}' is null", path)};
+  if (cur->is_number()) {
+    out.samples.push_back(cur->get<double>());
+  } else if (cur->is_array()) {
+    if (cur->empty()) return {{}, fmt::format("json path '{}' is an empty array", path)};
+    for (std::size_t i = 0; i < cur->size(); ++i) {
+      const auto& v = (*cur)[i];
+      if (!v.is_number()) return {{}, fmt::format("json path '{}' element {} is a {}, not a number", path, i, v.type_name())};
+      out.samples.push_back(v.get<double>());
+    }
+  } else {
+    return {{}, fmt::format("json path '{}' is a {}, not a number or an array of numbers", path, cur->type_name())};
+  }
+  for (double v : out.samples)
+    if (!std::isfinite(v)) return {{}, fmt::format("json path '{}' has a non-finite value", path)};
+  return out;
+}
+
+Extraction from_regex(std::string_view text, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return {{}, fmt::format("regex does not compile: {}", e.what())};
+  }
+  Extraction out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t nl = text.find('\n', start);
+    std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    for (std::cregex_iterator it(line.data(), line.data() + line.size(), re), end; it != end; ++it) {
+      if (it->size() < 2 || !(*it)[1].matched) continue;
+      std::string s = (*it)[1].str();
+      auto v = util::parse_double(s);
+      if (!v) return {{}, fmt::format("regex matched '{}', which is not a number", s)};
+      if (!std::isfinite(*v)) return {{}, fmt::format("regex matched '{}', which is not finite", s)};
+      out.samples.push_back(*v);
+    }
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+  if (out.samples.empty()) return {{}, fmt::format("regex '{}' matched nothing", pattern)};
+  return out;
+}
+
+std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& metrics, std::string_view text) {
+  std::map<std::string, Extraction> out;
+  std::optional<nlohmann::json> object;
+  std::string why;
+  bool searched = false;
+  for (const auto& m : metrics) {
+    Extraction e;
+    if (m.source == plan::Source::json) {
+      if (!searched) {
+        object = last_json_object(text, &why);
+        searched = true;
+      }
+      e = object ? from_json(*object, m.selector) : Extraction{{}, why};
+    } else {
+      e = from_regex(text, m.selector);
+    }
+    if (!e.ok()) e.error = fmt::format("metric '{}': {}", m.name, e.error);
+    out.emplace(m.name, std::move(e));
+  }
+  return out;
+}
+
+}  // namespace abtrack::metrics

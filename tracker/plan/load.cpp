@@ -1,0 +1,541 @@
+#include "plan/load.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "util/files.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::plan {
+namespace fs = std::filesystem;
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "experiment", "title",   "doc",     "template", "what",    "why",     "how",
+    "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
+    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect"};
+const std::vector<std::string> kMetricKeys = {"json", "regex", "better", "unit"};
+const std::vector<std::string> kPredictionKeys = {"metric", "change", "range"};
+
+constexpr std::size_t kMaxPlanBytes = 1 << 20;
+
+class Loader {
+ public:
+  Loader(std::string file, fs::path repo_root) : m_file(std::move(file)), m_root(std::move(repo_root)) {}
+
+  Plan load(std::string_view text) {
+    Plan plan;
+    plan.repo_root = m_root;
+    plan.sha256 = util::sha256_hex(text);
+    if (text.size() > kMaxPlanBytes) {
+      error({m_file, 0, 0}, fmt::format("plan is {} bytes; at most {} are accepted", text.size(), kMaxPlanBytes));
+      finish();
+    }
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+      error(at(e.mark), "invalid YAML: " + e.msg);
+      finish();
+    }
+    if (!root.IsMap()) {
+      error(at(root.Mark()), "a plan is a mapping of keys (experiment, doc, axes, command, metrics, ...)");
+      finish();
+    }
+    auto keys = mapping(root, kTopKeys, "plan key");
+    auto get = [&](const char* k) -> const YAML::Node* {
+      auto it = keys.find(k);
+      return it == keys.end() ? nullptr : &it->second.second;
+    };
+    auto mark = [&](const char* k) { return get(k) ? at(get(k)->Mark()) : Location{m_file, 0, 0}; };
+
+    if (auto n = get("experiment")) {
+      plan.experiment = scalar(*n, "experiment").value_or("");
+      static const std::regex name_re("[a-z0-9][a-z0-9._-]{0,63}");
+      if (!plan.experiment.empty() &&
+          (!std::regex_match(plan.experiment, name_re) || plan.experiment.find("..") != std::string::npos))
+        error(at(n->Mark()), fmt::format("experiment name '{}' is not valid", plan.experiment),
+              "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters, no '..'");
+    } else {
+      missing("experiment", "name the experiment, e.g. experiment: occupancy");
+    }
+    plan.title = get("title") ? scalar(*get("title"), "title").value_or("") : plan.experiment;
+    if (auto n = get("doc")) {
+      if (auto s = scalar(*n, "doc")) plan.doc = repo_path(*n, *s, "doc", false);
+    } else {
+      missing("doc", "name the A/B document, e.g. doc: OCCUPANCY_AB.md");
+    }
+    if (auto n = get("template"))
+      if (auto s = scalar(*n, "template")) plan.template_path = repo_path(*n, *s, "template", false);
+    if (auto n = get("workdir"))
+      if (auto s = scalar(*n, "workdir")) plan.workdir = repo_path(*n, *s, "workdir", true);
+    for (auto [key, field] : {std::pair{"what", &plan.what}, {"why", &plan.why}, {"how", &plan.how},
+                              {"setup", &plan.setup}, {"command", &plan.command}})
+      if (auto n = get(key)) *field = scalar(*n, key).value_or("");
+    if (!get("command")) missing("command", "give the command that runs one cell, e.g. command: ./bench --warps {warps}");
+    else if (util::trim(plan.command).empty()) error(mark("command"), "command is empty");
+
+    if (auto n = get("timeout")) {
+      if (auto v = number(*n, "timeout"); v && !(*v > 0 && std::isfinite(*v)))
+        error(at(n->Mark()), fmt::format("timeout must be a positive number of seconds, not {}", n->Scalar()));
+      else if (v) plan.timeout_s = *v;
+    }
+    if (auto n = get("repeats")) {
+      if (auto v = number(*n, "repeats"); v && !(*v >= 1 && *v <= 100000 && std::floor(*v) == *v))
+        error(at(n->Mark()), fmt::format("repeats must be a whole number from 1 to 100000, not {}", n->Scalar()));
+      else if (v) plan.repeats = static_cast<int>(*v);
+    }
+    if (auto n = get("env")) load_env(*n, plan);
+    if (auto n = get("alpha")) {
+      if (auto v = number(*n, "alpha"); v && !(*v > 0 && *v < 1))
+        error(at(n->Mark()), fmt::format("alpha must be between 0 and 1 (e.g. 0.05), not {}", n->Scalar()));
+      else if (v) plan.alpha = *v;
+    }
+    if (auto n = get("min_effect")) {
+      if (auto v = percent(*n, "min_effect"); v && !(*v >= 0 && *v < 100))
+        error(at(n->Mark()), fmt::format("min_effect must be a percentage from 0% to below 100% (e.g. 0.5%), not {}", n->Scalar()));
+      else if (v) plan.min_effect_pct = *v;
+    }
+
+    if (auto n = get("axes")) load_axes(*n, plan);
+    else missing("axes", "list what is varied, e.g. axes: {warps: [4, 8]}");
+    if (auto n = get("metrics")) load_metrics(*n, plan);
+    else missing("metrics", "say how to read results, e.g. metrics: {time_us: {json: median_us}}");
+    if (auto n = get("exclude")) {
+      if (n->IsSequence()) {
+        for (const auto& e : *n) {
+          auto a = assignment(e, plan, "exclude entry");
+          if (a) plan.exclude.push_back(*a);
+        }
+      } else {
+        error(at(n->Mark()), "exclude must be a list of partial cells, e.g. exclude: [{warps: 8, stages: 3}]");
+      }
+    }
+    if (auto n = get("baseline")) plan.baseline = assignment(*n, plan, "baseline");
+    if (auto n = get("gates")) load_gates(*n, plan);
+    if (auto n = get("prediction")) load_prediction(*n, plan);
+
+    if (m_errors.empty()) {
+      if (plan.cells().empty()) error(mark("exclude"), "every cell of the sweep is excluded");
+      if (plan.baseline) {
+        bool any = false;
+        for (const auto& c : plan.cells()) any |= matches(plan, c, *plan.baseline);
+        if (!any) error(mark("baseline"), "the baseline matches no cell that is not excluded");
+      }
+      check_placeholders(plan, mark("command"), plan.command);
+    }
+    finish();
+    return plan;
+  }
+
+ private:
+  using KeyMap = std::map<std::string, std::pair<YAML::Node, YAML::Node>>;
+
+  Location at(const YAML::Mark& m) const {
+    if (m.is_null()) return {m_file, 0, 0};
+    return {m_file, m.line + 1, m.column + 1};
+  }
+  void error(Location where, std::string msg, std::string hint = {}) {
+    m_errors.push_back(Diagnostic{std::move(where), std::move(msg), std::move(hint)});
+  }
+  void warn(Location where, std::string msg, std::string hint = {}) {
+    m_warnings.push_back(Diagnostic{std::move(where), std::move(msg), std::move(hint)});
+  }
+  void missing(const char* key, std::string hint) {
+    error({m_file, 0, 0}, fmt::format("missing required key '{}'", key), std::move(hint));
+  }
+  void finish() {
+    if (!m_errors.empty()) {
+      std::stable_sort(m_errors.begin(), m_errors.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return std::pair(a.where->line, a.where->column) < std::pair(b.where->line, b.where->column);
+      });
+      throw Error(Exit::usage, std::move(m_errors));
+    }
+  }
+
+  // Checks a mapping's keys (unknown, duplicate) and returns them by name.
+  KeyMap mapping(const YAML::Node& n, const std::vector<std::string>& allowed, const char* what) {
+    KeyMap out;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node& k = it->first;
+      if (!k.IsScalar()) {
+        error(at(k.Mark()), fmt::format("a {} must be a plain name", what));
+        continue;
+      }
+      std::string key = k.Scalar();
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        error(at(k.Mark()), fmt::format("unknown {} '{}'{}", what, key, util::suggestion_suffix(key, allowed)));
+        continue;
+      }
+      if (auto prev = out.find(key); prev != out.end()) {
+        error(at(k.Mark()), fmt::format("duplicate key '{}' (first given at line {})", key, prev->second.first.Mark().line + 1));
+        continue;
+      }
+      out.emplace(key, std::pair{k, it->second});
+    }
+    return out;
+  }
+
+  // The key nodes of a mapping in document order, with duplicate keys reported.
+  std::vector<std::pair<YAML::Node, YAML::Node>> ordered(const YAML::Node& n, const char* what) {
+    std::vector<std::pair<YAML::Node, YAML::Node>> out;
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar() || it->first.Scalar().empty()) {
+        error(at(it->first.Mark()), fmt::format("a {} must be a plain name", what));
+        continue;
+      }
+      if (!seen.insert(it->first.Scalar()).second) {
+        error(at(it->first.Mark()), fmt::format("duplicate {} '{}'", what, it->first.Scalar()));
+        continue;
+      }
+      out.emplace_back(it->first, it->second);
+    }
+    return out;
+  }
+
+  std::optional<std::string> scalar(const YAML::Node& n, const std::string& what) {
+    if (n.IsScalar()) return n.Scalar();
+    error(at(n.Mark()), fmt::format("{} must be a single value, not {}", what, kind(n)));
+    return std::nullopt;
+  }
+  std::optional<double> number(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar()) {
+      error(at(n.Mark()), fmt::format("{} must be a number, not {}", what, kind(n)));
+      return std::nullopt;
+    }
+    auto v = util::parse_double(n.Scalar());
+    if (!v) error(at(n.Mark()), fmt::format("{} must be a number, not '{}'", what, n.Scalar()));
+    return v;
+  }
+  static std::string kind(const YAML::Node& n) {
+    switch (n.Type()) {
+      case YAML::NodeType::Map: return "a mapping";
+      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Null: return "empty";
+      default: return "a value";
+    }
+  }
+
+  // A path inside the repository, normalised, '/'-separated; symlinks that leave it are refused.
+  std::string repo_path(const YAML::Node& n, const std::string& raw, const char* what, bool allow_root) {
+    fs::path p(raw);
+    if (raw.empty() || p.is_absolute()) {
+      error(at(n.Mark()), fmt::format("{} must be a path relative to the repository root, not '{}'", what, raw));
+      return {};
+    }
+    fs::path norm = p.lexically_normal();
+    std::string s = norm.generic_string();
+    while (!s.empty() && s.back() == '/') s.pop_back();
+    if (s == "." && allow_root) return {};
+    if (s.empty() || s == "." || s == ".." || s.starts_with("../")) {
+      error(at(n.Mark()), fmt::format("{} '{}' is outside the repository", what, raw),
+            "paths in the plan are relative to the repository root");
+      return {};
+    }
+    if (s == ".git" || s.starts_with(".git/")) {
+      error(at(n.Mark()), fmt::format("{} '{}' is inside .git", what, raw));
+      return {};
+    }
+    std::error_code ec;
+    fs::path root = fs::weakly_canonical(m_root, ec);
+    fs::path full = fs::weakly_canonical(m_root / norm, ec);
+    auto rel = full.lexically_relative(root).generic_string();
+    if (!ec && (rel.empty() || rel == ".." || rel.starts_with("../"))) {
+      error(at(n.Mark()), fmt::format("{} '{}' leads outside the repository through a symbolic link", what, raw));
+      return {};
+    }
+    return s;
+  }
+
+  void load_env(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap()) {
+      error(at(n.Mark()), "env must be a mapping of variable names to values");
+      return;
+    }
+    static const std::regex var_re("[A-Za-z_][A-Za-z0-9_]*");
+    for (auto& [k, v] : ordered(n, "environment variable")) {
+      if (!std::regex_match(k.Scalar(), var_re)) {
+        error(at(k.Mark()), fmt::format("'{}' is not a valid environment variable name", k.Scalar()));
+        continue;
+      }
+      if (auto s = scalar(v, "env." + k.Scalar())) plan.env.emplace_back(k.Scalar(), *s);
+    }
+  }
+
+  void load_axes(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap() || n.size() == 0) {
+      error(at(n.Mark()), "axes must be a non-empty mapping of axis names to lists of values",
+            "e.g. axes: {warps: [4, 8], batch: [16, 64]}");
+      return;
+    }
+    static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+    for (auto& [k, v] : ordered(n, "axis")) {
+      Axis axis{k.Scalar(), {}, at(k.Mark())};
+      if (!std::regex_match(axis.name, name_re)) {
+        error(at(k.Mark()), fmt::format("axis name '{}' must be a letter or '_' followed by letters, digits or '_'", axis.name));
+        continue;
+      }
+      if (!v.IsSequence()) {
+        error(at(v.Mark()), fmt::format("axis '{}' must be a list of values, e.g. {}: [4, 8]", axis.name, axis.name));
+        continue;
+      }
+      if (v.size() == 0) {
+        error(at(v.Mark()), fmt::format("axis '{}' has no values", axis.name));
+        continue;
+      }
+      for (const auto& e : v) {
+        if (!e.IsScalar()) {
+          error(at(e.Mark()), fmt::format("a value of axis '{}' must be a single value, not {}", axis.name, kind(e)));
+          continue;
+        }
+        if (std::find(axis.values.begin(), axis.values.end(), e.Scalar()) != axis.values.end()) {
+          error(at(e.Mark()), fmt::format("axis '{}' lists '{}' twice", axis.name, e.Scalar()));
+          continue;
+        }
+        axis.values.push_back(e.Scalar());
+      }
+      if (!axis.values.empty()) plan.axes.push_back(std::move(axis));
+    }
+    std::size_t total = 1;
+    for (const auto& a : plan.axes) total = std::min<std::size_t>(total * a.values.size(), 1u << 30);
+    if (total > 100000) error(at(n.Mark()), fmt::format("the axes make {} cells; at most 100000 are supported", total));
+  }
+
+  std::optional<Assignment> assignment(const YAML::Node& n, const Plan& plan, const char* what) {
+    if (!n.IsMap() || n.size() == 0) {
+      error(at(n.Mark()), fmt::format("{} must be a mapping of axes to values, e.g. {{warps: 4}}", what));
+      return std::nullopt;
+    }
+    std::vector<std::string> names;
+    for (const auto& a : plan.axes) names.push_back(a.name);
+    Assignment out;
+    bool ok = true;
+    for (auto& [k, v] : ordered(n, "axis")) {
+      auto it = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == k.Scalar(); });
+      if (it == plan.axes.end()) {
+        error(at(k.Mark()), fmt::format("{} names unknown axis '{}'{}", what, k.Scalar(), util::suggestion_suffix(k.Scalar(), names)));
+        ok = false;
+        continue;
+      }
+      auto value = scalar(v, fmt::format("{} value of '{}'", what, k.Scalar()));
+      if (!value) {
+        ok = false;
+        continue;
+      }
+      if (std::find(it->values.begin(), it->values.end(), *value) == it->values.end()) {
+        error(at(v.Mark()),
+              fmt::format("{} gives axis '{}' the value '{}', which the axis does not have{}", what, k.Scalar(), *value,
+                          util::suggestion_suffix(*value, it->values)),
+              fmt::format("the values of '{}' are: {}", k.Scalar(), fmt::join(it->values, ", ")));
+        ok = false;
+        continue;
+      }
+      out.emplace_back(k.Scalar(), *value);
+    }
+    if (!ok) return std::nullopt;
+    // Keep plan axis order so labels read the same everywhere.
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+      return std::find(names.begin(), names.end(), a.first) < std::find(names.begin(), names.end(), b.first);
+    });
+    return out;
+  }
+
+  void load_metrics(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap() || n.size() == 0) {
+      error(at(n.Mark()), "metrics must be a non-empty mapping of metric names to how to read them",
+            "e.g. metrics: {time_us: {json: samples_us, better: lower}}");
+      return;
+    }
+    static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
+    for (auto& [k, v] : ordered(n, "metric")) {
+      Metric m;
+      m.name = k.Scalar();
+      m.where = at(k.Mark());
+      if (!std::regex_match(m.name, name_re)) {
+        error(at(k.Mark()), fmt::format("metric name '{}' must be a letter or '_' followed by letters, digits or '_'", m.name));
+        continue;
+      }
+      if (!v.IsMap()) {
+        error(at(v.Mark()), fmt::format("metric '{}' must be a mapping, e.g. {{json: median_us}} or {{regex: 'time: ([0-9.]+)'}}", m.name));
+        continue;
+      }
+      auto keys = mapping(v, kMetricKeys, "metric key");
+      bool has_json = keys.count("json"), has_regex = keys.count("regex");
+      if (has_json == has_regex) {
+        error(at(v.Mark()), fmt::format("metric '{}' needs exactly one of 'json' or 'regex'", m.name));
+        continue;
+      }
+      const YAML::Node& src = keys.at(has_json ? "json" : "regex").second;
+      auto sel = scalar(src, fmt::format("metrics.{}.{}", m.name, has_json ? "json" : "regex"));
+      if (!sel) continue;
+      m.selector = *sel;
+      m.source = has_json ? Source::json : Source::regex;
+      if (m.selector.empty()) error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, has_json ? "json path" : "regex"));
+      if (m.source == Source::regex && !m.selector.empty()) {
+        try {
+          std::regex re(m.selector, std::regex::ECMAScript);
+          if (re.mark_count() < 1)
+            error(at(src.Mark()), fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
+                  "e.g. regex: 'time: ([0-9.eE+-]+)'");
+        } catch (const std::regex_error& e) {
+          error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, e.what()));
+        }
+      }
+      if (auto it = keys.find("better"); it != keys.end()) {
+        auto b = scalar(it->second.second, "better");
+        if (b == "lower") m.better = Better::lower;
+        else if (b == "higher") m.better = Better::higher;
+        else if (b) error(at(it->second.second.Mark()), fmt::format("better must be 'lower' or 'higher', not '{}'{}", *b, util::suggestion_suffix(*b, {"lower", "higher"})));
+      }
+      if (auto it = keys.find("unit"); it != keys.end()) m.unit = scalar(it->second.second, "unit").value_or("");
+      plan.metrics.push_back(std::move(m));
+    }
+  }
+
+  std::vector<std::string> metric_names(const Plan& plan) const {
+    std::vector<std::string> names;
+    for (const auto& m : plan.metrics) names.push_back(m.name);
+    return names;
+  }
+
+  void load_gates(const YAML::Node& n, Plan& plan) {
+    if (!n.IsSequence()) {
+      error(at(n.Mark()), "gates must be a list of expressions, e.g. gates: [rel_err <= 6.7e-3]");
+      return;
+    }
+    static const std::regex gate_re(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S+)\s*)");
+    for (const auto& g : n) {
+      auto text = scalar(g, "a gate");
+      if (!text) continue;
+      std::smatch m;
+      if (!std::regex_match(*text, m, gate_re)) {
+        error(at(g.Mark()), fmt::format("gate '{}' is not 'metric OP number'", *text),
+              "OP is one of <, <=, >, >=, ==, !=; e.g. rel_err <= 6.7e-3");
+        continue;
+      }
+      Gate gate{*text, m[1], Op::le, 0, at(g.Mark())};
+      const std::string op = m[2];
+      gate.op = op == "<" ? Op::lt : op == "<=" ? Op::le : op == ">" ? Op::gt : op == ">=" ? Op::ge : op == "==" ? Op::eq : Op::ne;
+      auto v = util::parse_double(m[3].str());
+      if (!v || !std::isfinite(*v)) {
+        error(at(g.Mark()), fmt::format("gate '{}': '{}' is not a finite number", *text, m[3].str()));
+        continue;
+      }
+      gate.threshold = *v;
+      if (!plan.metric(gate.metric)) {
+        error(at(g.Mark()), fmt::format("gate '{}' names unknown metric '{}'{}", *text, gate.metric,
+                                        util::suggestion_suffix(gate.metric, metric_names(plan))));
+        continue;
+      }
+      plan.gates.push_back(std::move(gate));
+    }
+  }
+
+  std::optional<double> percent(const YAML::Node& n, const char* what) {
+    if (!n.IsScalar()) {
+      error(at(n.Mark()), fmt::format("{} must be a percentage such as -18%", what));
+      return std::nullopt;
+    }
+    std::string s(util::trim(n.Scalar()));
+    if (!s.empty() && s.back() == '%') s.pop_back();
+    auto v = util::parse_double(s);
+    if (!v || !std::isfinite(*v)) {
+      error(at(n.Mark()), fmt::format("{} must be a percentage such as -18%, not '{}'", what, n.Scalar()));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  void load_prediction(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap()) {
+      error(at(n.Mark()), "prediction must be a mapping, e.g. {metric: time_us, change: -18%, range: [-25%, -15%]}");
+      return;
+    }
+    auto keys = mapping(n, kPredictionKeys, "prediction key");
+    Prediction p;
+    bool ok = true;
+    if (auto it = keys.find("metric"); it != keys.end()) {
+      auto s = scalar(it->second.second, "prediction.metric");
+      if (s && !plan.metric(*s)) {
+        error(at(it->second.second.Mark()), fmt::format("prediction names unknown metric '{}'{}", *s, util::suggestion_suffix(*s, metric_names(plan))));
+        ok = false;
+      } else if (s) {
+        p.metric = *s;
+      } else {
+        ok = false;
+      }
+    } else {
+      error(at(n.Mark()), "prediction needs 'metric'");
+      ok = false;
+    }
+    if (auto it = keys.find("change"); it != keys.end()) {
+      auto v = percent(it->second.second, "prediction.change");
+      if (v) p.change_pct = *v;
+      else ok = false;
+    } else {
+      error(at(n.Mark()), "prediction needs 'change', e.g. change: -18%");
+      ok = false;
+    }
+    if (auto it = keys.find("range"); it != keys.end()) {
+      const auto& r = it->second.second;
+      if (!r.IsSequence() || r.size() != 2) {
+        error(at(r.Mark()), "prediction.range must be [low%, high%]");
+        ok = false;
+      } else {
+        auto lo = percent(r[0], "prediction.range low"), hi = percent(r[1], "prediction.range high");
+        if (lo && hi && *lo > *hi) {
+          error(at(r.Mark()), fmt::format("prediction.range [{}%, {}%] has low above high", *lo, *hi));
+          ok = false;
+        } else if (lo && hi) {
+          p.range_pct = std::pair{*lo, *hi};
+        } else {
+          ok = false;
+        }
+      }
+    }
+    if (ok) plan.prediction = p;
+  }
+
+  void check_placeholders(Plan& plan, const Location& where, const std::string& text) {
+    std::vector<std::string> names;
+    for (const auto& a : plan.axes) names.push_back(a.name);
+    static const std::regex ph(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), ph); it != std::sregex_iterator(); ++it) {
+      std::string name = (*it)[1];
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      if (auto s = util::did_you_mean(name, names))
+        warn(where, fmt::format("command has '{{{}}}', which is not an axis and is left as it is; did you mean '{{{}}}'?", name, *s));
+    }
+    plan.warnings = m_warnings;
+  }
+
+  std::string m_file;
+  fs::path m_root;
+  std::vector<Diagnostic> m_errors;
+  std::vector<Diagnostic> m_warnings;
+};
+
+}  // namespace
+
+Plan parse_plan(std::string_view text, const std::string& display_name, const fs::path& repo_root) {
+  return Loader(display_name, repo_root).load(text);
+}
+
+Plan load_plan(const fs::path& file, const std::string& display_name, const fs::path& repo_root) {
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw Error(Exit::usage, fmt::format("no plan at {}", display_name),
+                "write abtrack.yaml (see `abtrack help init`) or name the plan with -p FILE");
+  std::string text = util::read_file(file);
+  Plan plan = parse_plan(text, display_name, repo_root);
+  plan.file = fs::absolute(file).lexically_normal();
+  return plan;
+}
+
+}  // namespace abtrack::plan

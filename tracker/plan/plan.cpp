@@ -1,0 +1,175 @@
+#include "plan/plan.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "util/text.hpp"
+
+namespace abtrack::plan {
+
+std::vector<Cell> Plan::cells() const {
+  std::vector<Cell> out;
+  if (axes.empty()) return out;
+  std::vector<std::size_t> index(axes.size(), 0);
+  for (;;) {
+    Cell c;
+    for (std::size_t i = 0; i < axes.size(); ++i) c.values.push_back(axes[i].values[index[i]]);
+    if (!excluded(c)) out.push_back(std::move(c));
+    // Odometer with the last axis fastest, so the first axis is the slowest.
+    std::size_t i = axes.size();
+    while (i > 0) {
+      --i;
+      if (++index[i] < axes[i].values.size()) break;
+      index[i] = 0;
+      if (i == 0) return out;
+    }
+  }
+}
+
+bool matches(const Plan& plan, const Cell& cell, const Assignment& a) {
+  for (const auto& [name, value] : a) {
+    for (std::size_t i = 0; i < plan.axes.size(); ++i)
+      if (plan.axes[i].name == name && cell.values[i] != value) return false;
+  }
+  return true;
+}
+
+bool Plan::excluded(const Cell& cell) const {
+  return std::any_of(exclude.begin(), exclude.end(), [&](const Assignment& a) { return matches(*this, cell, a); });
+}
+
+std::string Plan::label(const Cell& cell) const {
+  std::string out;
+  for (std::size_t i = 0; i < axes.size() && i < cell.values.size(); ++i) {
+    if (i) out += ' ';
+    out += axes[i].name + "=" + cell.values[i];
+  }
+  return out;
+}
+
+std::optional<Cell> Plan::baseline_for(const Cell& cell) const {
+  if (!baseline) return std::nullopt;
+  Cell b = cell;
+  for (const auto& [name, value] : *baseline)
+    for (std::size_t i = 0; i < axes.size(); ++i)
+      if (axes[i].name == name) b.values[i] = value;
+  if (excluded(b)) return std::nullopt;
+  return b;
+}
+
+namespace {
+// "warps=4,stages=2,batch=16": the first cell, written as --cell takes it.
+std::string example_cell_spec(const Plan& plan) {
+  auto all = plan.cells();
+  if (all.empty()) return "axis=value,...";
+  std::string s = plan.label(all.front());
+  std::replace(s.begin(), s.end(), ' ', ',');
+  return s;
+}
+}  // namespace
+
+Cell Plan::parse_cell(std::string_view spec) const {
+  std::vector<std::string> names;
+  for (const auto& a : axes) names.push_back(a.name);
+  Cell c;
+  c.values.assign(axes.size(), std::string());
+  std::vector<bool> seen(axes.size(), false);
+  for (const auto& part : util::split(spec, ',')) {
+    auto eq = part.find('=');
+    if (eq == std::string::npos)
+      throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
+                  "write --cell " + example_cell_spec(*this));
+    std::string name(util::trim(std::string_view(part).substr(0, eq)));
+    std::string value(util::trim(std::string_view(part).substr(eq + 1)));
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      throw Error(Exit::usage, fmt::format("--cell: unknown axis '{}'{}", name, util::suggestion_suffix(name, names)));
+    auto i = static_cast<std::size_t>(it - names.begin());
+    const auto& vals = axes[i].values;
+    if (std::find(vals.begin(), vals.end(), value) == vals.end())
+      throw Error(Exit::usage,
+                  fmt::format("--cell: axis '{}' has no value '{}'{}", name, value, util::suggestion_suffix(value, vals)),
+                  fmt::format("its values are: {}", fmt::join(vals, ", ")));
+    c.values[i] = value;
+    seen[i] = true;
+  }
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (!seen[i])
+      throw Error(Exit::usage, fmt::format("--cell: no value for axis '{}'", axes[i].name),
+                  "name every axis, e.g. --cell " + example_cell_spec(*this));
+  if (excluded(c)) throw Error(Exit::usage, fmt::format("--cell: cell {} is excluded by the plan", label(c)));
+  return c;
+}
+
+const Metric* Plan::metric(std::string_view name) const {
+  for (const auto& m : metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::filesystem::path Plan::command_dir() const {
+  return workdir.empty() ? repo_root : repo_root / workdir;
+}
+
+std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == '{') {
+      auto close = text.find('}', i + 1);
+      if (close != std::string_view::npos) {
+        std::string_view name = text.substr(i + 1, close - i - 1);
+        bool replaced = false;
+        for (std::size_t a = 0; a < plan.axes.size(); ++a) {
+          if (plan.axes[a].name == name) {
+            out += quote ? util::shell_quote(cell.values[a]) : cell.values[a];
+            replaced = true;
+            break;
+          }
+        }
+        if (replaced) {
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+std::string_view to_string(Op op) {
+  switch (op) {
+    case Op::lt: return "<";
+    case Op::le: return "<=";
+    case Op::gt: return ">";
+    case Op::ge: return ">=";
+    case Op::eq: return "==";
+    case Op::ne: return "!=";
+  }
+  return "?";
+}
+
+std::string_view to_string(Better b) {
+  switch (b) {
+    case Better::lower: return "lower";
+    case Better::higher: return "higher";
+    case Better::none: break;
+  }
+  return "";
+}
+
+bool holds(Op op, double v, double t) {
+  switch (op) {
+    case Op::lt: return v < t;
+    case Op::le: return v <= t;
+    case Op::gt: return v > t;
+    case Op::ge: return v >= t;
+    case Op::eq: return v == t;
+    case Op::ne: return v != t;
+  }
+  return false;
+}
+
+}  // namespace abtrack::plan

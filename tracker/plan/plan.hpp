@@ -1,0 +1,117 @@
+#pragma once
+// The experiment plan: value types, cells, placeholder substitution. Loading is in load.hpp.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace abtrack::plan {
+
+// An axis of the sweep: its values as written in the plan (scalars, compared as text).
+struct Axis {
+  std::string name;
+  std::vector<std::string> values;
+  Location where;
+};
+
+// A partial assignment of axes to values (baseline, exclude entries), in plan axis order.
+using Assignment = std::vector<std::pair<std::string, std::string>>;
+
+// One cell of the sweep: a value for every axis, in plan axis order.
+struct Cell {
+  std::vector<std::string> values;
+  bool operator==(const Cell&) const = default;
+};
+
+enum class Better { none, lower, higher };
+enum class Source { json, regex };
+
+// How a metric is read from a command's stdout.
+struct Metric {
+  std::string name;
+  Source source = Source::json;
+  std::string selector;  // dotted JSON path, or the regex (group 1 is the sample)
+  Better better = Better::none;
+  std::string unit;
+  Location where;
+};
+
+enum class Op { lt, le, gt, ge, eq, ne };
+
+// "metric OP number": must hold for every sample of the metric.
+struct Gate {
+  std::string text;
+  std::string metric;
+  Op op = Op::le;
+  double threshold = 0;
+  Location where;
+};
+
+// "change -18%, expected range [-25%, -15%]" for one metric.
+struct Prediction {
+  std::string metric;
+  double change_pct = 0;
+  std::optional<std::pair<double, double>> range_pct;
+};
+
+struct Plan {
+  std::filesystem::path file;       // absolute path of the plan file
+  std::string sha256;               // of the plan file's bytes
+  std::filesystem::path repo_root;  // absolute work tree root the plan was resolved against
+
+  std::string experiment;
+  std::string title;
+  std::string doc;                           // repo-relative, '/'-separated
+  std::optional<std::string> template_path;  // repo-relative
+  std::string what, why, how;
+  std::optional<Prediction> prediction;
+  std::vector<Axis> axes;
+  std::vector<Assignment> exclude;
+  std::optional<Assignment> baseline;
+  std::string setup;
+  std::string command;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;  // repo-relative; empty: the repository root
+  double timeout_s = 600;
+  int repeats = 1;
+  double alpha = 0.05;         // significance level of comparisons
+  double min_effect_pct = 0.5; // changes smaller than this are "equivalent"
+  std::vector<Metric> metrics;
+  std::vector<Gate> gates;
+  std::vector<Diagnostic> warnings;  // non-fatal findings of the loader
+
+  // The cells of the sweep in plan order (first axis slowest), excluded cells left out.
+  std::vector<Cell> cells() const;
+  // Whether `cell` is matched by an exclude entry.
+  bool excluded(const Cell& cell) const;
+  // "warps=8 stages=3 batch=64".
+  std::string label(const Cell& cell) const;
+  // The baseline cell `cell` is compared with (baseline values on the axes the baseline names,
+  // the cell's own elsewhere), or nullopt without a baseline or when that cell is excluded.
+  std::optional<Cell> baseline_for(const Cell& cell) const;
+  // Parses "k=v,k=v" naming every axis into a cell. Throws Error(usage) with did-you-mean.
+  Cell parse_cell(std::string_view spec) const;
+  // The metric called `name`, or nullptr.
+  const Metric* metric(std::string_view name) const;
+  // The repo-relative folder of the run records: "runs/<experiment>".
+  std::string runs_dir() const { return "runs/" + experiment; }
+  // The absolute working directory of commands.
+  std::filesystem::path command_dir() const;
+};
+
+// True when every axis named by `a` has the cell's value.
+bool matches(const Plan& plan, const Cell& cell, const Assignment& a);
+
+// Replaces each {axis} in `text` with the cell's value, shell-quoted when `quote`, and leaves
+// every other brace alone.
+std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote);
+
+std::string_view to_string(Op op);
+std::string_view to_string(Better b);
+// Whether `value OP threshold` holds.
+bool holds(Op op, double value, double threshold);
+
+}  // namespace abtrack::plan

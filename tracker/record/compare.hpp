@@ -1,0 +1,32 @@
+#pragma once
+// Reading an experiment's records against its plan: each cell's runs, and comparisons with
+// the baseline cell. Pure.
+#include <optional>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "record/record.hpp"
+
+namespace abtrack::record {
+
+// One cell of the plan with its runs (ascending), the latest last.
+struct CellRuns {
+  plan::Cell cell;
+  std::vector<const Record*> runs;
+  const Record* latest() const { return runs.empty() ? nullptr : runs.back(); }
+};
+
+// Every cell of the plan (plan order) with the records that belong to it. Records whose cell
+// the plan no longer has are left out. `records` must be sorted by run number.
+std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<Record>& records);
+
+// The metrics a comparison covers: those with `better:`, and the prediction's metric.
+std::vector<const plan::Metric*> compared_metrics(const plan::Plan& plan);
+
+// Compares `samples` (a run of some cell) with the baseline record's samples, metric by
+// metric; a metric that cannot be compared (missing, values <= 0) is named in notes.
+// Never throws for bad data.
+Comparison compare_with_baseline(const plan::Plan& plan, const Record& baseline,
+                                 const std::map<std::string, std::vector<double>>& samples);
+
+}  // namespace abtrack::record

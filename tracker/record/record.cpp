@@ -1,0 +1,245 @@
+#include "record/record.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stats/quantile.hpp"
+#include "util/error.hpp"
+#include "util/version.hpp"
+
+namespace abtrack::record {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// A JSON number, or null for values JSON cannot hold (inf bounds of an unbounded CI).
+ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
+ojson opt(const std::optional<double>& v) { return v ? num(*v) : ojson(nullptr); }
+template <class T>
+ojson opt_int(const std::optional<T>& v) { return v ? ojson(*v) : ojson(nullptr); }
+
+// Integers written as plain digits become JSON numbers; anything else stays a string, so a
+// value reads back as exactly the text the plan had.
+ojson scalar(const std::string& s) {
+  bool digits = !s.empty() && s.size() <= 15;
+  std::size_t start = s[0] == '-' ? 1 : 0;
+  digits = digits && s.size() > start && !(s[start] == '0' && s.size() > start + 1);
+  for (std::size_t i = start; digits && i < s.size(); ++i) digits = s[i] >= '0' && s[i] <= '9';
+  return digits ? ojson(std::stoll(s)) : ojson(s);
+}
+
+ojson invocation_json(const runner::Invocation& inv) {
+  return ojson{{"command", inv.command},
+               {"exit_code", opt_int(inv.exit_code)},
+               {"signal", opt_int(inv.signal)},
+               {"timed_out", inv.timed_out},
+               {"duration_s", inv.duration_s},
+               {"stdout_bytes", inv.stdout_bytes},
+               {"stderr_bytes", inv.stderr_bytes},
+               {"stdout_tail", inv.stdout_tail},
+               {"stderr_tail", inv.stderr_tail}};
+}
+
+runner::Invocation parse_invocation(const ojson& j) {
+  runner::Invocation inv;
+  inv.command = j.value("command", "");
+  if (j.contains("exit_code") && j["exit_code"].is_number_integer()) inv.exit_code = j["exit_code"].get<int>();
+  if (j.contains("signal") && j["signal"].is_number_integer()) inv.signal = j["signal"].get<int>();
+  inv.timed_out = j.value("timed_out", false);
+  inv.duration_s = j.value("duration_s", 0.0);
+  inv.stdout_bytes = j.value("stdout_bytes", std::uint64_t{0});
+  inv.stderr_bytes = j.value("stderr_bytes", std::uint64_t{0});
+  inv.stdout_tail = j.value("stdout_tail", "");
+  inv.stderr_tail = j.value("stderr_tail", "");
+  return inv;
+}
+
+ojson interval(const stats::Interval& i) { return ojson::array({num(i.lo), num(i.hi)}); }
+
+ojson comparison_json(const Comparison& c) {
+  ojson metrics = ojson::object();
+  for (const auto& m : c.metrics) {
+    const auto& r = m.result;
+    metrics[m.metric] = ojson{{"better", stats::to_string(r.options.better)},
+                              {"n_baseline", r.n_a},
+                              {"n", r.n_b},
+                              {"baseline_median", num(r.median_a)},
+                              {"median", num(r.median_b)},
+                              {"delta_pct", num(r.delta_pct)},
+                              {"delta_ci_pct", interval(r.delta_ci_pct)},
+                              {"p_value", opt(r.p_value)},
+                              {"verdict", stats::to_string(r.verdict)},
+                              {"notes", r.notes}};
+  }
+  return ojson{{"baseline_run", c.baseline_run},
+               {"baseline_cell", c.baseline_cell},
+               {"metrics", metrics},
+               {"notes", c.notes}};
+}
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw Error(Exit::environment, Location{name, 0, 0}, "malformed run record: " + what,
+              "restore it from git (git checkout -- FILE) or remove the commit that added it");
+}
+
+}  // namespace
+
+std::string Code::trailer() const {
+  std::string head = commit.empty() ? "unborn" : commit;
+  return snapshot.empty() ? head : head + " +snapshot " + snapshot;
+}
+
+std::string Record::label() const {
+  std::string out;
+  for (const auto& [k, v] : cell) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
+}
+
+std::string record_path(const std::string& experiment, int run) {
+  return fmt::format("runs/{}/{:04d}.json", experiment, run);
+}
+
+std::optional<int> run_number_of(std::string_view name) {
+  if (!name.ends_with(".json")) return std::nullopt;
+  name.remove_suffix(5);
+  if (name.size() < 4 || name.size() > 9) return std::nullopt;
+  int n = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  // "0007" is run 7; "00007" is not a name abtrack writes.
+  if (name.size() > 4 && name[0] == '0') return std::nullopt;
+  return n > 0 ? std::optional<int>(n) : std::nullopt;
+}
+
+CellValues cell_values(const plan::Plan& plan, const plan::Cell& cell) {
+  CellValues out;
+  for (std::size_t i = 0; i < plan.axes.size(); ++i) out.emplace_back(plan.axes[i].name, cell.values[i]);
+  return out;
+}
+
+std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& values) {
+  if (values.size() != plan.axes.size()) return std::nullopt;
+  plan::Cell c;
+  for (const auto& axis : plan.axes) {
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == axis.name; });
+    if (it == values.end()) return std::nullopt;
+    if (std::find(axis.values.begin(), axis.values.end(), it->second) == axis.values.end()) return std::nullopt;
+    c.values.push_back(it->second);
+  }
+  return c;
+}
+
+std::string to_json(const Record& r) {
+  ojson cell = ojson::object();
+  for (const auto& [k, v] : r.cell) cell[k] = scalar(v);
+  ojson metrics = ojson::object();
+  for (const auto& [name, samples] : r.data.samples) {
+    ojson summary{{"n", samples.size()}};
+    if (!samples.empty()) {
+      double sum = 0;
+      for (double v : samples) sum += v;
+      summary["median"] = num(stats::median(samples));
+      summary["ci95"] = interval(stats::median_ci(samples, 0.95));
+      summary["min"] = num(*std::min_element(samples.begin(), samples.end()));
+      summary["max"] = num(*std::max_element(samples.begin(), samples.end()));
+      summary["mean"] = num(sum / static_cast<double>(samples.size()));
+    }
+    ojson samples_json = ojson::array();
+    for (double v : samples) samples_json.push_back(num(v));
+    metrics[name] = ojson{{"samples", samples_json}, {"summary", summary}};
+  }
+  ojson gates = ojson::array();
+  for (const auto& g : r.data.gates)
+    gates.push_back(ojson{{"expression", g.expression},
+                          {"metric", g.metric},
+                          {"evaluated", g.evaluated},
+                          {"holds", g.holds},
+                          {"worst", opt(g.worst)},
+                          {"violations", g.violations}});
+  ojson invocations = ojson::array();
+  for (const auto& inv : r.data.invocations) invocations.push_back(invocation_json(inv));
+  ojson env{{"host", r.env.host}, {"os", r.env.os},         {"cpu", r.env.cpu}, {"cpus", r.env.cpus},
+            {"gpus", r.env.gpus}, {"driver", r.env.driver}, {"cuda", r.env.cuda}};
+  ojson j{{"schema", kSchema},
+          {"experiment", r.experiment},
+          {"run", r.run},
+          {"cell", cell},
+          {"command", r.data.command},
+          {"source", r.data.source},
+          {"started", r.data.started},
+          {"finished", r.data.finished},
+          {"outcome", runner::to_string(r.data.outcome)},
+          {"reason", r.data.reason},
+          {"setup", r.data.setup ? invocation_json(*r.data.setup) : ojson(nullptr)},
+          {"invocations", invocations},
+          {"metrics", metrics},
+          {"gates", gates},
+          {"comparison", r.comparison ? comparison_json(*r.comparison) : ojson(nullptr)},
+          {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
+                         {"dirty", r.code.dirty},
+                         {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)}}},
+          {"env", env},
+          {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
+          {"plan_sha256", r.plan_sha256}};
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Record parse_record(std::string_view text, const std::string& name) {
+  auto j = ojson::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) bad(name, "not a JSON object");
+  Record r;
+  try {
+    if (j.value("schema", 0) != kSchema) bad(name, fmt::format("schema {} is not {}", j.value("schema", 0), kSchema));
+    r.experiment = j.at("experiment").get<std::string>();
+    r.run = j.at("run").get<int>();
+    for (const auto& [k, v] : j.at("cell").items())
+      r.cell.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    r.data.command = j.value("command", "");
+    r.data.source = j.value("source", "command");
+    r.data.started = j.value("started", "");
+    r.data.finished = j.value("finished", "");
+    std::string outcome = j.at("outcome").get<std::string>();
+    r.data.outcome = outcome == "pass" ? runner::Outcome::pass
+                     : outcome == "fail" ? runner::Outcome::fail
+                                         : runner::Outcome::invalid;
+    r.data.reason = j.value("reason", "");
+    if (j.contains("setup") && j["setup"].is_object()) r.data.setup = parse_invocation(j["setup"]);
+    for (const auto& inv : j.value("invocations", ojson::array())) r.data.invocations.push_back(parse_invocation(inv));
+    for (const auto& [k, v] : j.at("metrics").items()) {
+      auto& dst = r.data.samples[k];
+      for (const auto& s : v.at("samples")) dst.push_back(s.is_number() ? s.get<double>() : std::nan(""));
+    }
+    for (const auto& g : j.value("gates", ojson::array())) {
+      gates::GateResult gr;
+      gr.expression = g.value("expression", "");
+      gr.metric = g.value("metric", "");
+      gr.evaluated = g.value("evaluated", false);
+      gr.holds = g.value("holds", false);
+      if (g.contains("worst") && g["worst"].is_number()) gr.worst = g["worst"].get<double>();
+      gr.violations = g.value("violations", std::size_t{0});
+      r.data.gates.push_back(std::move(gr));
+    }
+    const auto& code = j.at("code");
+    if (code.contains("commit") && code["commit"].is_string()) r.code.commit = code["commit"];
+    r.code.dirty = code.value("dirty", false);
+    if (code.contains("snapshot") && code["snapshot"].is_string()) r.code.snapshot = code["snapshot"];
+    r.plan_sha256 = j.value("plan_sha256", "");
+    r.abtrack_version = j.value("abtrack_version", "");
+    if (j.contains("comparison") && j["comparison"].is_object()) {
+      Comparison c;
+      c.baseline_run = j["comparison"].value("baseline_run", 0);
+      c.baseline_cell = j["comparison"].value("baseline_cell", "");
+      r.comparison = c;  // the numbers are recomputed from samples when rendering
+    }
+  } catch (const ojson::exception& e) {
+    bad(name, e.what());
+  }
+  return r;
+}
+
+}  // namespace abtrack::record

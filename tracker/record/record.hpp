@@ -1,0 +1,74 @@
+#pragma once
+// The run record (runs/<experiment>/<NNNN>.json) <-> values. docs/run-record.md documents it.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "runner/environment.hpp"
+#include "runner/run.hpp"
+#include "stats/compare.hpp"
+
+namespace abtrack::record {
+
+constexpr int kSchema = 1;
+
+// Which code a run measured: HEAD's commit, whether the work tree differed, and the snapshot
+// commit of the work tree when it did.
+struct Code {
+  std::string commit;    // 40 hex digits; empty on an unborn branch
+  bool dirty = false;
+  std::string snapshot;  // 40 hex digits when dirty
+  // The Abtrack-Code trailer value: "<commit>" or "<commit> +snapshot <sha>" ("unborn" for none).
+  std::string trailer() const;
+};
+
+// One metric of a run compared with the same metric of its baseline cell.
+struct MetricComparison {
+  std::string metric;
+  stats::Comparison result;
+};
+
+// The run compared with the latest run of its baseline cell.
+struct Comparison {
+  int baseline_run = 0;
+  std::string baseline_cell;  // label
+  std::vector<MetricComparison> metrics;  // metrics with `better:` (or the prediction's)
+  std::vector<std::string> notes;         // metrics that could not be compared, and why
+};
+
+using CellValues = std::vector<std::pair<std::string, std::string>>;
+
+struct Record {
+  std::string experiment;
+  int run = 0;
+  CellValues cell;       // axis -> value, plan order
+  runner::Run data;      // what happened (data.cell is only meaningful before writing)
+  Code code;
+  runner::Environment env;
+  std::string plan_sha256;
+  std::string abtrack_version;
+  std::optional<Comparison> comparison;
+  std::string label() const;  // "warps=8 stages=3 batch=64"
+};
+
+// "runs/<experiment>/0007.json" (4 digits, wider past 9999).
+std::string record_path(const std::string& experiment, int run);
+// The run number of a record file name ("0007.json" -> 7), or nullopt.
+std::optional<int> run_number_of(std::string_view file_name);
+
+// The cell of `plan` as axis -> value pairs.
+CellValues cell_values(const plan::Plan& plan, const plan::Cell& cell);
+// The plan cell a record belongs to, or nullopt when the plan's axes no longer match it.
+std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& values);
+
+// Serialises a record as pretty JSON with a final newline.
+std::string to_json(const Record& r);
+
+// Parses a record. `name` is used in messages. Throws Error(environment) naming the file
+// when the JSON is malformed or lacks a required field.
+Record parse_record(std::string_view text, const std::string& name);
+
+}  // namespace abtrack::record

@@ -1,0 +1,171 @@
+#include "runner/run.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "metrics/extract.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::runner {
+namespace {
+
+constexpr std::size_t kTailBytes = 4096;
+
+Invocation to_invocation(const std::string& command, const util::ProcessResult& r) {
+  Invocation inv;
+  inv.command = command;
+  inv.exit_code = r.exit_code;
+  inv.signal = r.signal;
+  inv.timed_out = r.timed_out;
+  inv.duration_s = r.duration_s;
+  inv.stdout_bytes = r.out_bytes;
+  inv.stderr_bytes = r.err_bytes;
+  inv.stdout_tail = util::utf8_tail(r.out, kTailBytes);
+  inv.stderr_tail = util::utf8_tail(r.err, kTailBytes);
+  return inv;
+}
+
+// Why an invocation counts as failed, or "" when it succeeded.
+std::string failure(const char* what, const util::ProcessResult& r, double timeout_s) {
+  if (r.timed_out) return fmt::format("{} timed out after {} s", what, util::format_number(timeout_s));
+  if (r.signal) return fmt::format("{} was killed by {}", what, util::signal_name(*r.signal));
+  if (r.exit_code && *r.exit_code == 127)
+    return fmt::format("{} exited with status 127 (command not found?): {}", what,
+                       util::trim(util::utf8_tail(r.err, 200)));
+  if (r.exit_code && *r.exit_code != 0) return fmt::format("{} exited with status {}", what, *r.exit_code);
+  return {};
+}
+
+// Evaluates the gates and settles the outcome. `run.reason` already set means invalid.
+void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
+  run.gates = gates::evaluate(plan.gates, run.samples);
+  if (run.reason.empty() && !missing.empty()) run.reason = fmt::format("{}", fmt::join(missing, "; "));
+  if (!run.reason.empty()) {
+    run.outcome = Outcome::invalid;
+    return;
+  }
+  std::vector<std::string> failed;
+  for (const auto& g : run.gates) {
+    if (g.holds) continue;
+    failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples)", g.expression,
+                                 util::format_number(*g.worst), g.violations, run.samples[g.metric].size()));
+  }
+  run.outcome = failed.empty() ? Outcome::pass : Outcome::fail;
+  run.reason = fmt::format("{}", fmt::join(failed, "; "));
+}
+
+util::ProcessSpec spec_for(const plan::Plan& plan, const plan::Cell* cell, const std::string& command) {
+  util::ProcessSpec spec;
+  spec.shell_command = command;
+  spec.workdir = plan.command_dir();
+  spec.timeout_s = plan.timeout_s;
+  for (const auto& [k, v] : plan.env) spec.env.emplace_back(k, cell ? plan::substitute(plan, *cell, v, false) : v);
+  return spec;
+}
+
+}  // namespace
+
+util::ProcessResult LocalExecutor::execute(const util::ProcessSpec& spec) { return util::run_process(spec); }
+
+std::string_view to_string(Outcome o) {
+  switch (o) {
+    case Outcome::pass: return "pass";
+    case Outcome::fail: return "fail";
+    case Outcome::invalid: return "invalid";
+  }
+  return "invalid";
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+SetupResult run_setup(const plan::Plan& plan, Executor& executor) {
+  SetupResult s;
+  auto r = executor.execute(spec_for(plan, nullptr, plan.setup));
+  if (r.interrupted) util::throw_if_interrupted();
+  s.invocation = to_invocation(plan.setup, r);
+  s.reason = failure("setup", r, plan.timeout_s);
+  s.ok = s.reason.empty();
+  return s;
+}
+
+Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor, const SetupResult* setup,
+             const ProgressFn& progress) {
+  Run run;
+  run.cell = cell;
+  run.command = plan::substitute(plan, cell, plan.command, true);
+  run.started = utc_now();
+  if (setup) {
+    run.setup = setup->invocation;
+    if (!setup->ok) {
+      run.reason = setup->reason;
+      run.finished = utc_now();
+      finish(plan, run, {});
+      return run;
+    }
+  }
+  std::vector<std::string> missing;
+  for (int i = 0; i < plan.repeats; ++i) {
+    if (progress) progress(i, plan.repeats);
+    util::throw_if_interrupted();
+    auto r = executor.execute(spec_for(plan, &cell, run.command));
+    if (r.interrupted) util::throw_if_interrupted();
+    run.invocations.push_back(to_invocation(run.command, r));
+    std::string what = plan.repeats > 1 ? fmt::format("invocation {} of {}", i + 1, plan.repeats) : "command";
+    if (auto why = failure(what.c_str(), r, plan.timeout_s); !why.empty()) {
+      run.reason = why;
+      break;
+    }
+    for (auto& [name, e] : metrics::extract_all(plan.metrics, r.out)) {
+      if (!e.ok()) {
+        std::string why = e.error;
+        if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
+        if (plan.repeats > 1) why += fmt::format(" in {}", what);
+        missing.push_back(why);
+        continue;
+      }
+      auto& dst = run.samples[name];
+      dst.insert(dst.end(), e.samples.begin(), e.samples.end());
+    }
+    if (!missing.empty()) break;
+  }
+  run.finished = utc_now();
+  finish(plan, run, missing);
+  return run;
+}
+
+Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::optional<std::string>& output,
+                    const std::map<std::string, std::vector<double>>& values, std::string source) {
+  Run run;
+  run.cell = cell;
+  run.command = plan::substitute(plan, cell, plan.command, true);
+  run.source = std::move(source);
+  run.started = run.finished = utc_now();
+  std::vector<std::string> missing;
+  std::map<std::string, metrics::Extraction> extracted;
+  if (output) extracted = metrics::extract_all(plan.metrics, *output);
+  for (const auto& m : plan.metrics) {
+    if (auto v = values.find(m.name); v != values.end()) {
+      run.samples[m.name] = v->second;
+    } else if (auto e = extracted.find(m.name); e != extracted.end() && e->second.ok()) {
+      run.samples[m.name] = e->second.samples;
+    } else if (e != extracted.end()) {
+      missing.push_back(e->second.error);
+    } else {
+      missing.push_back(fmt::format("metric '{}': no value given (use --metric {}=VALUE or --record FILE)", m.name, m.name));
+    }
+  }
+  finish(plan, run, missing);
+  return run;
+}
+
+}  // namespace abtrack::runner

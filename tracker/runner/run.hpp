@@ -1,0 +1,86 @@
+#pragma once
+// Running one cell of a plan: setup, the command's invocations, metrics, gates, outcome.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gates/gates.hpp"
+#include "plan/plan.hpp"
+#include "util/process.hpp"
+
+namespace abtrack::runner {
+
+// Where commands run. The local executor spawns processes; tests and later back-ends
+// (slurm) provide their own.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs one shell command to completion. Throws Error(environment) when it cannot start.
+  virtual util::ProcessResult execute(const util::ProcessSpec& spec) = 0;
+};
+
+// Runs commands as local processes (util::run_process).
+class LocalExecutor final : public Executor {
+ public:
+  util::ProcessResult execute(const util::ProcessSpec& spec) override;
+};
+
+enum class Outcome { pass, fail, invalid };
+std::string_view to_string(Outcome o);
+
+// What one invocation did, as the record keeps it (tails, not whole outputs).
+struct Invocation {
+  std::string command;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  bool timed_out = false;
+  double duration_s = 0;
+  std::uint64_t stdout_bytes = 0, stderr_bytes = 0;
+  std::string stdout_tail, stderr_tail;
+};
+
+// One run of one cell: everything the record and the commit need, except the run number,
+// the comparison and the code identity, which are fixed when it is committed.
+struct Run {
+  plan::Cell cell;
+  std::string command;  // after substitution
+  std::string source = "command";  // "command", "record-file" or "metric-option"
+  std::string started, finished;   // UTC ISO-8601
+  Outcome outcome = Outcome::invalid;
+  std::string reason;              // empty for a pass
+  std::optional<Invocation> setup;
+  std::vector<Invocation> invocations;
+  std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
+  std::vector<gates::GateResult> gates;
+};
+
+// The result of the plan's setup command, run once per step/run invocation.
+struct SetupResult {
+  Invocation invocation;
+  bool ok = false;
+  std::string reason;  // why it failed
+};
+
+// Runs `plan.setup` (throws Interrupted on SIGINT/SIGTERM).
+SetupResult run_setup(const plan::Plan& plan, Executor& executor);
+
+// Called before each invocation: (repeat index from 0, repeats).
+using ProgressFn = std::function<void(int, int)>;
+
+// Runs the cell's command `plan.repeats` times, reads the metrics, evaluates the gates.
+// A failing setup makes the run invalid without running the command. Throws Interrupted
+// when SIGINT/SIGTERM arrives (nothing is measured completely then).
+Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
+             const SetupResult* setup, const ProgressFn& progress = {});
+
+// A run from values measured elsewhere: `output` (a file's text, read like stdout) and/or
+// explicit samples per metric (which take precedence). Missing metrics make it invalid.
+Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::optional<std::string>& output,
+                    const std::map<std::string, std::vector<double>>& values, std::string source);
+
+// "2026-11-30T12:34:56Z" for now.
+std::string utc_now();
+
+}  // namespace abtrack::runner

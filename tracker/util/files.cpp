@@ -1,0 +1,74 @@
+#include "util/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+#include <mbedtls/sha256.h>
+
+#include "util/error.hpp"
+
+namespace abtrack::util {
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(Exit::environment, fmt::format("cannot read {}", path.string()));
+  return data;
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const fs::path tmp = path.parent_path() / fmt::format(".{}.abtrack-{:x}.tmp", path.filename().string(), rng());
+  mode_t mode = 0644;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  // The umask may have narrowed the mode of a new file; an existing file keeps its own.
+  ::fchmod(fd, mode);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(Exit::environment, fmt::format("cannot replace {}: {}", path.string(), std::strerror(err)));
+  }
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[32];
+  mbedtls_sha256_ret(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, 0);
+  std::string out;
+  for (unsigned char c : digest) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+}  // namespace abtrack::util

@@ -1,0 +1,20 @@
+#pragma once
+// Whole-file reads and atomic writes.
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace abtrack::util {
+
+// Reads a whole file. Throws Error(environment) naming the path when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// Writes `content` to `path` atomically: a temp file in the same folder, fsync, rename.
+// A reader sees the old or the new content, never a half-written file. Creates missing
+// parent folders. Keeps the mode of an existing file. Throws Error(environment).
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
+// SHA-256 of `data` as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace abtrack::util

@@ -1,0 +1,36 @@
+#pragma once
+// Small text helpers shared by the layers: shell quoting, spelling suggestions, trimming.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace abtrack::util {
+
+// Quotes `s` for /bin/sh so that it is always one literal word: 'it'\''s'.
+std::string shell_quote(std::string_view s);
+
+// The candidate closest to `word` by edit distance when it is close enough to be a likely
+// typo ("did you mean"), else nullopt.
+std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// ", did you mean 'x'?" or "" — for appending to a message.
+std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates);
+
+// Strips ASCII whitespace at both ends.
+std::string_view trim(std::string_view s);
+
+// Splits on `sep` (no trimming; empty fields kept).
+std::vector<std::string> split(std::string_view s, char sep);
+
+// Parses a whole string as a finite or non-finite double (strtod rules, no trailing text).
+std::optional<double> parse_double(std::string_view s);
+
+// The last `max_bytes` of `s`, cut at a UTF-8 boundary, invalid bytes replaced by U+FFFD, so
+// the result is valid UTF-8 for JSON.
+std::string utf8_tail(std::string_view s, std::size_t max_bytes);
+
+// Formats a number compactly for tables and messages: up to 4 significant digits.
+std::string format_number(double v);
+
+}  // namespace abtrack::util
