@@ -78,7 +78,7 @@ class Loader {
                               {"setup", &plan.setup}, {"command", &plan.command}})
       if (auto n = get(key)) *field = scalar(*n, key).value_or("");
     if (!get("command")) missing("command", "give the command that runs one cell, e.g. command: ./bench --warps {warps}");
-    else if (util::trim(plan.command).empty()) error(mark("command"), "command is empty");
+    else if (get("command")->IsScalar() && util::trim(plan.command).empty()) error(mark("command"), "command is empty");
 
     if (auto n = get("timeout")) {
       if (auto v = number(*n, "timeout"); v && !(*v > 0 && std::isfinite(*v)))

@@ -39,7 +39,8 @@ std::optional<std::string> did_you_mean(std::string_view word, const std::vector
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     std::size_t d = edit_distance(word, c);
-    if (d < best_d) {
+    // A suggestion must keep something of the word: "5" is not a typo of "4".
+    if (d < best_d && d < word.size()) {
       best_d = d;
       best = c;
     }

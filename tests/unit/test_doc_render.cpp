@@ -1,0 +1,118 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "doc/regions.hpp"
+#include "doc/render.hpp"
+#include "doc/template.hpp"
+#include "plan/load.hpp"
+
+using namespace abtrack;
+
+namespace {
+
+plan::Plan demo_plan() {
+  return plan::parse_plan(R"(experiment: occ
+title: Occupancy
+doc: AB.md
+prediction: {metric: t, change: -10%, range: [-20%, -5%]}
+axes: {warps: [4, 8], batch: ["a|b", "<!-- abtrack:end results -->"]}
+baseline: {warps: 4}
+command: bench
+metrics:
+  t: {json: t, better: lower, unit: us}
+  err: {json: err}
+gates: [err <= 0.01]
+)",
+                          "abtrack.yaml", std::filesystem::temp_directory_path());
+}
+
+record::Record make_record(const plan::Plan& p, int run, const plan::Cell& cell, std::vector<double> t, double err) {
+  record::Record r;
+  r.experiment = p.experiment;
+  r.run = run;
+  r.cell = record::cell_values(p, cell);
+  r.data.samples["t"] = std::move(t);
+  r.data.samples["err"] = {err};
+  r.data.outcome = err <= 0.01 ? runner::Outcome::pass : runner::Outcome::fail;
+  r.data.gates = gates::evaluate(p.gates, r.data.samples);
+  if (r.data.outcome == runner::Outcome::fail) r.data.reason = "gate 'err <= 0.01' does not hold";
+  r.code.commit = std::string(40, 'a');
+  return r;
+}
+
+std::vector<double> series(double base, int n) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(base * (1 + 0.001 * ((i * 7) % 10)));
+  return v;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the results table has a row per cell, pending cells marked, values escaped") {
+  auto p = demo_plan();
+  auto cells = p.cells();
+  std::vector<record::Record> recs{make_record(p, 1, cells[0], series(100, 20), 0.001),
+                                   make_record(p, 2, cells[2], series(90, 20), 0.001)};
+  auto regions = doc::render_regions(p, recs);
+  const auto& t = regions["results"];
+  CHECK(count(t, "\n| ") == 5);  // the separator and 4 rows follow the header
+  CHECK(t.find("a\\|b") != std::string::npos);
+  CHECK(t.find("&lt;!-- abtrack:end results --&gt;") != std::string::npos);
+  CHECK(t.find("<!--") == std::string::npos);
+  CHECK(count(t, "pending") == 2);
+  CHECK(t.find("baseline") != std::string::npos);
+  CHECK(t.find("-10.0%") != std::string::npos);
+  CHECK(t.find("better") != std::string::npos);
+  // Every table line has the same number of unescaped pipes.
+  std::size_t expected = 0;
+  std::size_t pos = 0;
+  while (pos < t.size() && t[pos] == '|') {
+    auto nl = t.find('\n', pos);
+    std::string line = t.substr(pos, nl - pos);
+    std::size_t pipes = 0;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '|' && (i == 0 || line[i - 1] != '\\')) ++pipes;
+    if (!expected) expected = pipes;
+    CHECK(pipes == expected);
+    pos = nl + 1;
+  }
+  CHECK(expected == 10);  // warps, batch, n, t, Δ t, err, gates, outcome, run: 9 columns
+  // The rendered regions splice back into a document and are found again.
+  std::string docu = doc::render_template(doc::default_template(), p, "ab.md");
+  auto spliced = doc::splice(docu, "AB.md", regions);
+  CHECK(doc::region_contents(spliced, "AB.md")["results"] == t);
+}
+
+TEST_CASE("a failed cell gets no verdict; rendering is deterministic") {
+  auto p = demo_plan();
+  auto cells = p.cells();
+  std::vector<record::Record> recs{make_record(p, 1, cells[0], series(100, 20), 0.001),
+                                   make_record(p, 2, cells[2], series(90, 20), 0.5)};
+  auto a = doc::render_regions(p, recs);
+  auto b = doc::render_regions(p, recs);
+  CHECK(a == b);
+  CHECK(a["results"].find("no verdict: gates") != std::string::npos);
+  CHECK(a["summary"].find("**2 of 4 cells measured**: 1 pass, 1 fail, 0 invalid; 2 pending.") != std::string::npos);
+  CHECK(a["runs"].find("| 2 | warps=8 batch=a\\|b | **fail** |") != std::string::npos);
+}
+
+TEST_CASE("the template is filled from the plan and keeps the regions") {
+  auto p = demo_plan();
+  std::string d = doc::render_template(doc::default_template(), p, "ab.md");
+  CHECK(d.starts_with("# Occupancy\n"));
+  CHECK(d.find("`t` changes by -10% (expected range -20% to -5%)") != std::string::npos);
+  CHECK(d.find("- `err <= 0.01`") != std::string::npos);
+  CHECK(doc::find_regions(d, "ab.md").size() == 3);
+  CHECK_THROWS_AS(doc::render_template("# no regions {{title}}\n", p, "t.md"), Error);
+}
+
+TEST_CASE("escape_cell") {
+  CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f");
+}

@@ -1,0 +1,53 @@
+#include <doctest/doctest.h>
+
+#include "record/record.hpp"
+
+using namespace abtrack;
+
+TEST_CASE("record paths and run numbers") {
+  CHECK(record::record_path("occ", 7) == "runs/occ/0007.json");
+  CHECK(record::record_path("occ", 12345) == "runs/occ/12345.json");
+  CHECK(record::run_number_of("0007.json") == 7);
+  CHECK(record::run_number_of("12345.json") == 12345);
+  CHECK_FALSE(record::run_number_of("7.json"));
+  CHECK_FALSE(record::run_number_of("0007.txt"));
+  CHECK_FALSE(record::run_number_of("00007.json"));
+  CHECK_FALSE(record::run_number_of("0000.json"));
+}
+
+TEST_CASE("a record survives a round trip through JSON") {
+  record::Record r;
+  r.experiment = "occ";
+  r.run = 3;
+  r.cell = {{"warps", "8"}, {"name", "a|b"}, {"lead", "007"}};
+  r.data.command = "bench --warps '8'";
+  r.data.outcome = runner::Outcome::fail;
+  r.data.reason = "gate 'x' does not hold";
+  r.data.samples["t"] = {1.5, 2.5, 3.25};
+  runner::Invocation inv;
+  inv.exit_code = 0;
+  inv.stdout_tail = "out\n";
+  r.data.invocations.push_back(inv);
+  r.code.commit = std::string(40, 'b');
+  r.code.dirty = true;
+  r.code.snapshot = std::string(40, 'c');
+  auto text = record::to_json(r);
+  CHECK(text.find("\"warps\": 8") != std::string::npos);    // integers are numbers
+  CHECK(text.find("\"lead\": \"007\"") != std::string::npos);  // but not when that would change the text
+  auto back = record::parse_record(text, "runs/occ/0003.json");
+  CHECK(back.run == 3);
+  CHECK(back.cell == r.cell);
+  CHECK(back.label() == "warps=8 name=a|b lead=007");
+  CHECK(back.data.outcome == runner::Outcome::fail);
+  CHECK(back.data.samples["t"] == r.data.samples["t"]);
+  CHECK(back.code.snapshot == r.code.snapshot);
+  CHECK(back.code.trailer() == std::string(40, 'b') + " +snapshot " + std::string(40, 'c'));
+  CHECK(back.data.invocations.at(0).exit_code == 0);
+}
+
+TEST_CASE("a malformed record names its file") {
+  CHECK_THROWS_WITH_AS(record::parse_record("{\"schema\": 1}", "runs/occ/0001.json"),
+                       doctest::Contains("runs/occ/0001.json: malformed run record"), Error);
+  CHECK_THROWS_WITH_AS(record::parse_record("not json", "runs/occ/0002.json"),
+                       doctest::Contains("runs/occ/0002.json: malformed run record: not a JSON object"), Error);
+}
