@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages abtrack needs to build and test. Sourced by demo.sh and
+# test.sh; installs only what is missing. Not root: prints the exact apt-get line and stops.
+abtrack_packages=(
+  g++ cmake make ninja-build pkg-config git ca-certificates
+  libgit2-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libkainjow-mustache-dev
+  python3 python3-scipy
+)
+
+abtrack_install_deps() {
+  local missing=() p
+  for p in "${abtrack_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local line="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "abtrack: missing Debian packages: ${missing[*]}" >&2
+    echo "abtrack: run as root:  $line" >&2
+    exit 3
+  fi
+  echo "abtrack: installing ${missing[*]}" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || { echo "abtrack: apt-get failed; run: $line" >&2; exit 3; }
+}
+
+# Configures and builds into $1 (default build/) with every core.
+abtrack_build() {
+  local dir=${1:-build}
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 3
+  fi
+  cmake --build "$dir" -j "$(nproc)" || exit 3
+}
