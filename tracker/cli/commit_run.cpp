@@ -122,6 +122,7 @@ record::Record commit_run(Context& ctx, const runner::Run& run, const record::Co
     rec.env = env;
     rec.plan_sha256 = ctx.plan.sha256;
     rec.abtrack_version = std::string(version());
+    rec.metric_specs = ctx.plan.metrics;
     if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) &&
                                                           run.outcome == runner::Outcome::pass) {
       auto cells = record::cells_with_runs(ctx.plan, records);

@@ -137,8 +137,15 @@ std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& va
 std::string to_json(const Record& r) {
   ojson cell = ojson::object();
   for (const auto& [k, v] : r.cell) cell[k] = scalar(v);
+  // Plan order when the plan is known, then any other metric.
+  std::vector<std::string> order;
+  for (const auto& m : r.metric_specs)
+    if (r.data.samples.count(m.name)) order.push_back(m.name);
+  for (const auto& [name, samples] : r.data.samples)
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
   ojson metrics = ojson::object();
-  for (const auto& [name, samples] : r.data.samples) {
+  for (const auto& name : order) {
+    const auto& samples = r.data.samples.at(name);
     ojson summary{{"n", samples.size()}};
     if (!samples.empty()) {
       double sum = 0;
@@ -151,7 +158,17 @@ std::string to_json(const Record& r) {
     }
     ojson samples_json = ojson::array();
     for (double v : samples) samples_json.push_back(num(v));
-    metrics[name] = ojson{{"samples", samples_json}, {"summary", summary}};
+    ojson entry = ojson::object();
+    for (const auto& m : r.metric_specs) {
+      if (m.name != name) continue;
+      entry["source"] = m.source == plan::Source::json ? "json" : "regex";
+      entry["selector"] = m.selector;
+      if (!m.unit.empty()) entry["unit"] = m.unit;
+      if (m.better != plan::Better::none) entry["better"] = plan::to_string(m.better);
+    }
+    entry["samples"] = samples_json;
+    entry["summary"] = summary;
+    metrics[name] = entry;
   }
   ojson gates = ojson::array();
   for (const auto& g : r.data.gates)

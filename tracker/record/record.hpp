@@ -51,6 +51,9 @@ struct Record {
   std::string plan_sha256;
   std::string abtrack_version;
   std::optional<Comparison> comparison;
+  // How the plan reads each metric; when set, the record lists metrics in this order with
+  // their source, unit and direction (not read back from JSON).
+  std::vector<plan::Metric> metric_specs;
   std::string label() const;  // "warps=8 stages=3 batch=64"
 };
 
