@@ -27,10 +27,15 @@ const std::vector<Command>& commands() {
        "Refuses (exit 3) before running when the document or a record has uncommitted changes.\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run", "step through every pending cell, one commit each",
+      {"run", "run [--rounds R] [--seed S] [--all]", "step through every pending cell, one commit each",
        "Runs the setup once, then every cell without a run, in plan order, committing each run as soon as\n"
        "it is measured. Interrupting it (Ctrl-C) stops the running command's process group; committed\n"
        "runs stay, the interrupted cell stays pending, and the exit code is 130.\n"
+       "  --rounds R   run the cells R times, each round in a freshly shuffled order, so drift and heat\n"
+       "               hit every arm alike; the seed and round are recorded in each record\n"
+       "  --seed S     the shuffle's seed (default: random, printed and recorded)\n"
+       "  --all        every cell of the plan, not only the pending ones\n"
+       "A cell's runs on the same code pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
       {"status", "status [--json]", "every cell with its latest outcome, or pending",

@@ -21,8 +21,8 @@ int cmd_status(const Args& args) {
   std::size_t pending = 0, pass = 0, fail = 0, invalid = 0;
   for (const auto& c : cells) {
     if (!c.latest()) ++pending;
-    else if (c.latest()->data.outcome == runner::Outcome::pass) ++pass;
-    else if (c.latest()->data.outcome == runner::Outcome::fail) ++fail;
+    else if (c.outcome() == runner::Outcome::pass) ++pass;
+    else if (c.outcome() == runner::Outcome::fail) ++fail;
     else ++invalid;
   }
   if (json) {
@@ -36,12 +36,13 @@ int cmd_status(const Args& args) {
       for (std::size_t i = 0; i < ctx.plan.axes.size(); ++i) cell[ctx.plan.axes[i].name] = c.cell.values[i];
       nlohmann::ordered_json e{{"cell", cell}, {"label", ctx.plan.label(c.cell)}};
       if (const auto* r = c.latest()) {
-        e["status"] = runner::to_string(r->data.outcome);
+        e["status"] = runner::to_string(c.outcome());
         e["run"] = r->run;
         e["runs"] = c.runs.size();
-        e["reason"] = r->data.reason;
+        e["pool"] = c.pool().size();
+        e["reason"] = c.deciding()->data.reason;
         nlohmann::ordered_json medians = nlohmann::ordered_json::object();
-        for (const auto& [name, s] : r->data.samples)
+        for (const auto& [name, s] : c.pooled_samples())
           if (!s.empty()) medians[name] = stats::median(s);
         e["medians"] = medians;
       } else {
@@ -62,10 +63,12 @@ int cmd_status(const Args& args) {
   for (const auto& c : cells) {
     std::string label = ctx.plan.label(c.cell);
     if (const auto* r = c.latest()) {
-      std::string line = fmt::format("  {:<{}}  {:<8} run {}", label, width, runner::to_string(r->data.outcome), r->run);
+      std::string line = fmt::format("  {:<{}}  {:<8} run {}", label, width, runner::to_string(c.outcome()), r->run);
+      if (c.pool().size() > 1) line += fmt::format(" (pool of {})", c.pool().size());
+      auto pooled = c.pooled_samples();
       for (const auto& m : ctx.plan.metrics) {
-        auto s = r->data.samples.find(m.name);
-        if (s != r->data.samples.end() && !s->second.empty())
+        auto s = pooled.find(m.name);
+        if (s != pooled.end() && !s->second.empty())
           line += fmt::format("  {} {}", m.name, util::format_number(stats::median(s->second)));
       }
       fmt::print("{}\n", line);

@@ -1,5 +1,7 @@
 // `abtrack step` and `abtrack run`: measure cells, one commit per run.
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -40,7 +42,24 @@ void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map
   }
 }
 
-void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell>& cells, int& worst_exit) {
+// The cells of `rounds` rounds, each round a shuffled order of `cells` (Fisher–Yates over
+// mt19937_64, whose output the standard fixes, so a seed always gives the same schedule).
+std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<plan::Cell>& cells, int rounds,
+                                                               std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<plan::Cell, runner::Schedule>> out;
+  for (int r = 1; r <= rounds; ++r) {
+    std::vector<plan::Cell> order = cells;
+    if (rounds > 1)
+      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+    for (auto& c : order)
+      out.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(out.size()) + 1});
+  }
+  return out;
+}
+
+void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+                       int& worst_exit) {
   runner::LocalExecutor executor;
   std::optional<runner::SetupResult> setup;
   if (!util::trim(ctx.plan.setup).empty()) {
@@ -49,7 +68,7 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<p
     if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
   }
   for (std::size_t i = 0; i < cells.size(); ++i) {
-    const auto& cell = cells[i];
+    const auto& [cell, sched] = cells[i];
     auto code = code_identity(ctx);
     info(g, fmt::format("[{}/{}] {}", i + 1, cells.size(), ctx.plan.label(cell)));
     auto progress = [&](int r, int n) {
@@ -58,6 +77,7 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<p
     runner::Run run;
     try {
       run = runner::run_cell(ctx.plan, cell, executor, setup ? &*setup : nullptr, progress);
+      if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
       throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it, and it is still pending",
                                                  e.diagnostics().front().message, ctx.plan.label(cell)));
@@ -111,22 +131,42 @@ int cmd_step(const Args& args) {
     fmt::print("{}\n", result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
-  run_with_progress(ctx, args.global, {*cell}, exit_code);
+  run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), exit_code);
   return exit_code;
 }
 
 int cmd_run(const Args& args) {
-  for (const auto& a : args.rest) unknown_argument("run", a, {});
+  int rounds = 1;
+  bool all = false;
+  std::optional<std::uint64_t> seed;
+  for (std::size_t i = 0; i < args.rest.size(); ++i) {
+    if (auto v = take_value(args.rest, i, "--rounds")) {
+      auto n = util::parse_double(*v);
+      if (!n || *n < 1 || *n > 10000 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--rounds must be a whole number from 1 to 10000, not '{}'", *v));
+      rounds = static_cast<int>(*n);
+    } else if (auto v2 = take_value(args.rest, i, "--seed")) {
+      auto n = util::parse_double(*v2);
+      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15) throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
+      seed = static_cast<std::uint64_t>(*n);
+    } else if (args.rest[i] == "--all") {
+      all = true;
+    } else {
+      unknown_argument("run", args.rest[i], {"--rounds", "--seed", "--all"});
+    }
+  }
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
   preflight(ctx);
-  auto pending = pending_cells(ctx);
-  if (pending.empty()) {
-    info(args.global, fmt::format("every cell of {} has a run; nothing to do", ctx.plan.experiment));
+  auto cells = all ? ctx.plan.cells() : pending_cells(ctx);
+  if (cells.empty()) {
+    info(args.global, fmt::format("every cell of {} has a run; nothing to do (--all runs every cell again)", ctx.plan.experiment));
     return 0;
   }
+  if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
+  if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
   int exit_code = 0;
-  run_with_progress(ctx, args.global, pending, exit_code);
+  run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), exit_code);
   return exit_code;
 }
 

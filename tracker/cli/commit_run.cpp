@@ -52,11 +52,20 @@ void preflight(const Context& ctx) {
 
 record::Code code_identity(const Context& ctx) {
   record::Code code;
-  if (auto h = ctx.repo.head()) code.commit = *h;
+  // abtrack's own run commits change only records and the document, so the code of HEAD is
+  // the code its run named: every run on unchanged code shares one identity.
+  if (auto head = ctx.repo.head_entry()) {
+    code.commit = head->commit;
+    std::string named = head->trailer("Abtrack-Code");
+    if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn")
+      code.commit = named.substr(0, 40);
+  }
   code.dirty = ctx.repo.dirty();
   if (code.dirty) {
     try {
-      code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment));
+      code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
+                                        code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit),
+                                        {ctx.plan.doc, ctx.plan.runs_dir() + "/"});
     } catch (const Error& e) {
       warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
     }
@@ -127,8 +136,8 @@ record::Record commit_run(Context& ctx, const runner::Run& run, const record::Co
                                                           run.outcome == runner::Outcome::pass) {
       auto cells = record::cells_with_runs(ctx.plan, records);
       auto it = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
-      if (it != cells.end() && it->latest() && it->latest()->data.outcome == runner::Outcome::pass)
-        rec.comparison = record::compare_with_baseline(ctx.plan, *it->latest(), run.samples);
+      if (it != cells.end() && it->latest() && it->outcome() == runner::Outcome::pass)
+        rec.comparison = record::compare_with_baseline(ctx.plan, *it, run.samples);
     }
     records.push_back(rec);
     gitstore::Change change;

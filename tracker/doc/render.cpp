@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "record/compare.hpp"
+#include "stats/linear_fit.hpp"
 #include "stats/prediction.hpp"
 #include "stats/quantile.hpp"
 #include "stats/sweep.hpp"
@@ -86,6 +87,51 @@ struct CellComparison {
   record::Comparison result;
 };
 
+// "| variant | fit | R² |" rows: metric = fixed + marginal * x per variant (the other axes).
+std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
+  const auto& model = *plan.model;
+  const plan::Metric* metric = plan.metric(model.metric);
+  std::size_t xi = 0;
+  while (plan.axes[xi].name != model.axis) ++xi;
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> points;  // variant -> (x, y)
+  for (const auto& c : cells) {
+    std::vector<std::string> parts;
+    for (std::size_t a = 0; a < plan.axes.size(); ++a)
+      if (a != xi) parts.push_back(plan.axes[a].name + "=" + c.cell.values[a]);
+    std::string name = parts.empty() ? "(all)" : fmt::format("{}", fmt::join(parts, " "));
+    if (!points.count(name)) order.push_back(name);
+    auto& [xs, ys] = points[name];
+    if (!c.latest() || c.outcome() != Outcome::pass) continue;
+    auto pooled = c.pooled_samples();
+    auto it = pooled.find(model.metric);
+    if (it == pooled.end()) continue;
+    double x = *util::parse_double(c.cell.values[xi]);
+    for (double y : it->second) {
+      xs.push_back(x);
+      ys.push_back(y);
+    }
+  }
+  std::string unit = metric->unit.empty() ? "" : " " + metric->unit;
+  std::string rows;
+  for (const auto& name : order) {
+    const auto& [xs, ys] = points[name];
+    std::string fit = "—", r2 = "—";
+    try {
+      auto f = stats::fit_linear(xs, ys);
+      fit = fmt::format("{}{} fixed {} {}{}/{}", util::format_number(f.fixed), unit, f.marginal < 0 ? "−" : "+",
+                        util::format_number(std::fabs(f.marginal)), unit, model.axis);
+      r2 = fmt::format("{:.3f}{}", f.r_squared, f.poor_fit ? " (poor fit)" : "");
+    } catch (const Error&) {
+      fit = "— (needs passing cells at 2 values of " + model.axis + ")";
+    }
+    rows += fmt::format("| {} | {} | {} | {} |\n", escape_cell(name), escape_cell(fit), r2, xs.size());
+  }
+  return fmt::format("\n**Model:** `{}` = fixed + marginal × `{}`, least squares over every sample of the passing cells.\n\n"
+                     "| variant | fit | R² | samples |\n| --- | --- | ---: | ---: |\n{}",
+                     model.metric, model.axis, rows);
+}
+
 }  // namespace
 
 std::string escape_cell(std::string_view text) {
@@ -129,11 +175,11 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     auto b = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
     const Record* base = b == cells.end() ? nullptr : b->latest();
     if (!latest) continue;
-    if (latest->data.outcome != Outcome::pass) cc.unavailable = "no verdict: gates";
+    if (cells[i].outcome() != Outcome::pass) cc.unavailable = "no verdict: " + std::string(runner::to_string(cells[i].outcome()));
     else if (!base) cc.unavailable = "baseline pending";
-    else if (base->data.outcome != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(base->data.outcome));
+    else if (b->outcome() != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
     else {
-      cc.result = record::compare_with_baseline(plan, *base, latest->data.samples);
+      cc.result = record::compare_with_baseline(plan, *b, cells[i].pooled_samples());
       for (auto& m : cc.result.metrics) family.push_back(&m.result);
     }
   }
@@ -182,11 +228,12 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       row.push_back("pending");
       row.push_back("");
     } else {
-      auto ps = r->data.samples.find(primary.name);
-      row.push_back(ps == r->data.samples.end() ? "0" : std::to_string(ps->second.size()));
+      auto pooled = c.pooled_samples();
+      auto ps = pooled.find(primary.name);
+      row.push_back(ps == pooled.end() ? "0" : std::to_string(ps->second.size()));
       for (const auto& m : plan.metrics) {
-        auto s = r->data.samples.find(m.name);
-        row.push_back(escape_cell(s == r->data.samples.end() ? "—" : median_text(s->second, true)));
+        auto s = pooled.find(m.name);
+        row.push_back(escape_cell(s == pooled.end() ? "—" : median_text(s->second, true)));
         if (!(plan.baseline && std::find(compared.begin(), compared.end(), &m) != compared.end())) continue;
         const auto& cc = comps[i];
         std::string cell;
@@ -205,14 +252,19 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
         }
         row.push_back(escape_cell(cell));
       }
-      row.push_back(escape_cell(gates_text(*r)));
-      row.push_back(outcome_text(r->data.outcome));
-      row.push_back(std::to_string(r->run));
+      row.push_back(escape_cell(gates_text(*c.deciding())));
+      row.push_back(outcome_text(c.outcome()));
+      std::vector<std::string> numbers;
+      for (const auto* p : c.pool()) numbers.push_back(std::to_string(p->run));
+      row.push_back(fmt::format("{}", fmt::join(numbers, ", ")));
     }
     t += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
   }
   if (!plan.metrics.empty()) {
-    t += fmt::format("\nMedians with their distribution-free 95% CI (shown from 6 samples); n counts `{}` samples.", primary.name);
+    t += fmt::format(
+        "\nEach row pools the samples of the cell's runs on the same code (the runs listed); a run on new code "
+        "starts a new pool. Medians with their distribution-free 95% CI (shown from 6 samples); n counts `{}` samples.",
+        primary.name);
     if (plan.baseline && !compared.empty()) {
       t += fmt::format(
           " Δ is the Hodges–Lehmann change against the baseline cell with its {:g}% CI; verdicts from a two-sided "
@@ -228,10 +280,10 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   // ---- summary
   std::size_t measured = 0, pass = 0, fail = 0, invalid = 0;
   for (const auto& c : cells) {
-    if (const Record* r = c.latest()) {
+    if (c.latest()) {
       ++measured;
-      if (r->data.outcome == Outcome::pass) ++pass;
-      else if (r->data.outcome == Outcome::fail) ++fail;
+      if (c.outcome() == Outcome::pass) ++pass;
+      else if (c.outcome() == Outcome::fail) ++fail;
       else ++invalid;
     }
   }
@@ -309,6 +361,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       s += std::string("| --- | ---: | --- |") + (plan.prediction ? " --- |" : "") + "\n" + rows;
     }
   }
+  if (plan.model) s += model_table(plan, cells);
   out["summary"] = s;
 
   // ---- runs

@@ -333,7 +333,8 @@ bool Repository::dirty() const {
   return false;
 }
 
-std::string Repository::snapshot(const std::string& message) const {
+std::string Repository::snapshot(const std::string& message, const std::optional<std::string>& parent,
+                                 const std::vector<std::string>& leave_out) const {
   // A second handle, so the index we fill is never the one the user's git sees; it is never
   // written.
   Repo second;
@@ -354,24 +355,53 @@ std::string Repository::snapshot(const std::string& message) const {
   fs::path root = m_workdir;
   check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &root),
             "adding untracked files to the snapshot");
+  for (const auto& p : leave_out) {
+    if (!p.empty() && p.back() == '/')
+      check_git(git_index_remove_directory(index.get(), p.substr(0, p.size() - 1).c_str(), 0), "leaving " + p + " out of the snapshot");
+    else if (git_index_get_bypath(index.get(), p.c_str(), 0))
+      check_git(git_index_remove_bypath(index.get(), p.c_str()), "leaving " + p + " out of the snapshot");
+  }
   git_oid tree_id;
   check_git(git_index_write_tree_to(&tree_id, index.get(), m_repo), "writing the snapshot tree");
   Tree tree;
   check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the snapshot tree");
-  Signature sig(make_signature(m_repo, "COMMITTER"));
-  auto tip = read_tip(m_repo);
-  Commit parent;
+  Commit parent_commit;
   const git_commit* parents[1] = {nullptr};
   std::size_t n = 0;
-  if (tip.oid) {
-    check_git(git_commit_lookup(parent.out(), m_repo, &*tip.oid), "reading HEAD");
-    parents[0] = parent.get();
+  git_time_t when = 0;
+  if (parent) {
+    git_oid pid = parse_oid(*parent);
+    check_git(git_commit_lookup(parent_commit.out(), m_repo, &pid), "reading " + *parent);
+    parents[0] = parent_commit.get();
     n = 1;
+    when = git_commit_time(parent_commit.get());
   }
+  // A fixed identity and time: the same code gives the same snapshot id, so runs on the same
+  // edits share a code identity (and pool their samples).
+  Signature sig;
+  check_git(git_signature_new(sig.out(), "abtrack", "abtrack@localhost", when, 0), "making the snapshot signature");
   git_oid id;
   check_git(git_commit_create(&id, m_repo, nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), n, parents),
             "creating the snapshot commit");
   return hex(id);
+}
+
+std::optional<HistoryEntry> Repository::head_entry() const {
+  auto tip = read_tip(m_repo);
+  if (!tip.oid) return std::nullopt;
+  Commit c;
+  check_git(git_commit_lookup(c.out(), m_repo, &*tip.oid), "reading HEAD");
+  HistoryEntry e;
+  e.commit = hex(*tip.oid);
+  e.time = git_commit_time(c.get());
+  const char* summary = git_commit_summary(c.get());
+  e.subject = summary ? summary : "";
+  git_message_trailer_array arr{};
+  if (const char* msg = git_commit_message(c.get()); msg && git_message_trailers(&arr, msg) == 0) {
+    for (std::size_t i = 0; i < arr.count; ++i) e.trailers.emplace_back(arr.trailers[i].key, arr.trailers[i].value);
+    git_message_trailer_array_free(&arr);
+  }
+  return e;
 }
 
 void Repository::check_identity() const { Signature s(make_signature(m_repo, "COMMITTER")); }

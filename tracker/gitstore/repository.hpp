@@ -95,8 +95,13 @@ class Repository {
   // Whether the work tree has any change against HEAD (tracked or untracked, not ignored).
   bool dirty() const;
   // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create
-  // -u`) with HEAD as parent, without touching the index, work tree or any ref. Returns its id.
-  std::string snapshot(const std::string& message) const;
+  // -u`) except the paths in `leave_out` (files, or folders ending in '/'), with `parent` as
+  // its parent and the parent's time as its time, without touching the index, work tree or
+  // any ref. The same work tree and parent always give the same id. Returns its id.
+  std::string snapshot(const std::string& message, const std::optional<std::string>& parent,
+                       const std::vector<std::string>& leave_out) const;
+  // HEAD's commit with its trailers, nullopt on an unborn branch.
+  std::optional<HistoryEntry> head_entry() const;
 
   // Commits on the branch HEAD points to (or detached HEAD): `build` gets a view of the tip
   // and returns the change; the tree is HEAD's tree plus the files (never the index). When

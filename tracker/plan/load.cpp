@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
-    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect"};
+    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "better", "unit"};
 const std::vector<std::string> kPredictionKeys = {"metric", "change", "range"};
 
@@ -119,6 +119,7 @@ class Loader {
     if (auto n = get("baseline")) plan.baseline = assignment(*n, plan, "baseline");
     if (auto n = get("gates")) load_gates(*n, plan);
     if (auto n = get("prediction")) load_prediction(*n, plan);
+    if (auto n = get("model")) load_model(*n, plan);
 
     if (m_errors.empty()) {
       if (plan.cells().empty()) error(mark("exclude"), "every cell of the sweep is excluded");
@@ -500,6 +501,45 @@ class Loader {
       }
     }
     if (ok) plan.prediction = p;
+  }
+
+  void load_model(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap()) {
+      error(at(n.Mark()), "model must be a mapping, e.g. {metric: time_us, x: batch}");
+      return;
+    }
+    auto keys = mapping(n, {"metric", "x"}, "model key");
+    Model m;
+    for (auto [key, field] : {std::pair{"metric", &m.metric}, {"x", &m.axis}}) {
+      auto it = keys.find(key);
+      if (it == keys.end()) {
+        error(at(n.Mark()), fmt::format("model needs '{}'", key));
+        return;
+      }
+      auto v = scalar(it->second.second, fmt::format("model.{}", key));
+      if (!v) return;
+      *field = *v;
+    }
+    if (!plan.metric(m.metric)) {
+      error(at(keys.at("metric").second.Mark()),
+            fmt::format("model names unknown metric '{}'{}", m.metric, util::suggestion_suffix(m.metric, metric_names(plan))));
+      return;
+    }
+    auto axis = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == m.axis; });
+    if (axis == plan.axes.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : plan.axes) names.push_back(a.name);
+      error(at(keys.at("x").second.Mark()), fmt::format("model names unknown axis '{}'{}", m.axis, util::suggestion_suffix(m.axis, names)));
+      return;
+    }
+    for (const auto& v : axis->values) {
+      auto x = util::parse_double(v);
+      if (!x || !std::isfinite(*x)) {
+        error(at(keys.at("x").second.Mark()), fmt::format("model axis '{}' has the value '{}', which is not a number", m.axis, v));
+        return;
+      }
+    }
+    plan.model = m;
   }
 
   void check_placeholders(Plan& plan, const Location& where, const std::string& text) {

@@ -57,6 +57,12 @@ struct Prediction {
   std::optional<std::pair<double, double>> range_pct;
 };
 
+// `model: {metric: M, x: AXIS}`: fit M = fixed + marginal * x per variant.
+struct Model {
+  std::string metric;
+  std::string axis;
+};
+
 struct Plan {
   std::filesystem::path file;       // absolute path of the plan file
   std::string sha256;               // of the plan file's bytes
@@ -81,6 +87,7 @@ struct Plan {
   double min_effect_pct = 0.5; // changes smaller than this are "equivalent"
   std::vector<Metric> metrics;
   std::vector<Gate> gates;
+  std::optional<Model> model;
   std::vector<Diagnostic> warnings;  // non-fatal findings of the loader
 
   // The cells of the sweep in plan order (first axis slowest), excluded cells left out.

@@ -14,6 +14,16 @@ struct CellRuns {
   plan::Cell cell;
   std::vector<const Record*> runs;
   const Record* latest() const { return runs.empty() ? nullptr : runs.back(); }
+  // The runs on the latest run's code identity (its Abtrack-Code), oldest first: a run on new
+  // code starts a new pool.
+  std::vector<const Record*> pool() const;
+  // Each metric's samples pooled over the pool's runs that measured it (not invalid ones).
+  std::map<std::string, std::vector<double>> pooled_samples() const;
+  // The cell's outcome over its pool: invalid when the latest run is, fail when any run of the
+  // pool failed a gate, else pass. Requires a run.
+  runner::Outcome outcome() const;
+  // The pool's run that decides the outcome (the first failing one, else the latest).
+  const Record* deciding() const;
 };
 
 // Every cell of the plan (plan order) with the records that belong to it. Records whose cell
@@ -26,7 +36,7 @@ std::vector<const plan::Metric*> compared_metrics(const plan::Plan& plan);
 // Compares `samples` (a run of some cell) with the baseline record's samples, metric by
 // metric; a metric that cannot be compared (missing, values <= 0) is named in notes.
 // Never throws for bad data.
-Comparison compare_with_baseline(const plan::Plan& plan, const Record& baseline,
+Comparison compare_with_baseline(const plan::Plan& plan, const CellRuns& baseline,
                                  const std::map<std::string, std::vector<double>>& samples);
 
 }  // namespace abtrack::record

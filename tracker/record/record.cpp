@@ -197,6 +197,11 @@ std::string to_json(const Record& r) {
           {"metrics", metrics},
           {"gates", gates},
           {"comparison", r.comparison ? comparison_json(*r.comparison) : ojson(nullptr)},
+          {"schedule", r.data.schedule ? ojson{{"round", r.data.schedule->round},
+                                                {"rounds", r.data.schedule->rounds},
+                                                {"seed", r.data.schedule->seed},
+                                                {"position", r.data.schedule->position}}
+                                       : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
                          {"dirty", r.code.dirty},
                          {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)}}},
@@ -240,6 +245,11 @@ Record parse_record(std::string_view text, const std::string& name) {
       if (g.contains("worst") && g["worst"].is_number()) gr.worst = g["worst"].get<double>();
       gr.violations = g.value("violations", std::size_t{0});
       r.data.gates.push_back(std::move(gr));
+    }
+    if (j.contains("schedule") && j["schedule"].is_object()) {
+      const auto& sj = j["schedule"];
+      r.data.schedule = runner::Schedule{sj.value("round", 1), sj.value("rounds", 1), sj.value("seed", std::uint64_t{0}),
+                                         sj.value("position", 1)};
     }
     const auto& code = j.at("code");
     if (code.contains("commit") && code["commit"].is_string()) r.code.commit = code["commit"];

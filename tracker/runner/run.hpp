@@ -41,6 +41,14 @@ struct Invocation {
   std::string stdout_tail, stderr_tail;
 };
 
+// Where a run sat in an `abtrack run --rounds R` schedule.
+struct Schedule {
+  int round = 1;            // 1-based
+  int rounds = 1;
+  std::uint64_t seed = 0;   // the shuffle's seed; the same seed gives the same order
+  int position = 1;         // 1-based place in the whole schedule
+};
+
 // One run of one cell: everything the record and the commit need, except the run number,
 // the comparison and the code identity, which are fixed when it is committed.
 struct Run {
@@ -54,6 +62,7 @@ struct Run {
   std::vector<Invocation> invocations;
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
   std::vector<gates::GateResult> gates;
+  std::optional<Schedule> schedule;
 };
 
 // The result of the plan's setup command, run once per step/run invocation.
