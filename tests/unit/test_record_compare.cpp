@@ -1,0 +1,75 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "plan/load.hpp"
+#include "record/compare.hpp"
+
+using namespace abtrack;
+
+namespace {
+
+plan::Plan two_cells() {
+  return plan::parse_plan("experiment: e\ndoc: d.md\naxes: {v: [a, b]}\nbaseline: {v: a}\ncommand: x\n"
+                          "metrics: {t: {json: t, better: lower}, err: {json: err}}\ngates: [err < 1]\n",
+                          "abtrack.yaml", std::filesystem::temp_directory_path());
+}
+
+record::Record rec(int run, const std::string& v, const std::string& code, runner::Outcome o, std::vector<double> t) {
+  record::Record r;
+  r.experiment = "e";
+  r.run = run;
+  r.cell = {{"v", v}};
+  r.code.commit = code;
+  r.data.outcome = o;
+  r.data.samples["t"] = std::move(t);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a cell pools the samples of its runs on the latest code; new code starts a new pool") {
+  auto p = two_cells();
+  std::string c1(40, '1'), c2(40, '2');
+  std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2}), rec(2, "a", c1, runner::Outcome::pass, {3}),
+                                 rec(3, "b", c1, runner::Outcome::pass, {9}), rec(4, "a", c2, runner::Outcome::pass, {5}),
+                                 rec(5, "a", c2, runner::Outcome::invalid, {})};
+  auto cells = record::cells_with_runs(p, rs);
+  REQUIRE(cells.size() == 2);
+  CHECK(cells[0].runs.size() == 4);
+  CHECK(cells[0].pool().size() == 2);  // runs 4 and 5 (code c2)
+  CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{5});
+  CHECK(cells[0].outcome() == runner::Outcome::invalid);  // the latest run decides when it is invalid
+  CHECK(cells[1].pooled_samples()["t"] == std::vector<double>{9});
+}
+
+TEST_CASE("a failed run anywhere in the pool fails the cell") {
+  auto p = two_cells();
+  std::string c(40, '1');
+  std::vector<record::Record> rs{rec(1, "b", c, runner::Outcome::fail, {1}), rec(2, "b", c, runner::Outcome::pass, {2})};
+  auto cells = record::cells_with_runs(p, rs);
+  CHECK(cells[1].outcome() == runner::Outcome::fail);
+  CHECK(cells[1].deciding()->run == 1);
+  CHECK(cells[1].pooled_samples()["t"] == std::vector<double>{1, 2});
+}
+
+TEST_CASE("comparison against the baseline pool; uncomparable metrics are noted, not thrown") {
+  auto p = two_cells();
+  std::string c(40, '1');
+  std::vector<double> base, fast;
+  for (int i = 0; i < 20; ++i) {
+    base.push_back(100 + (i * 7) % 5);
+    fast.push_back(90 + (i * 3) % 5);
+  }
+  std::vector<record::Record> rs{rec(1, "a", c, runner::Outcome::pass, base)};
+  auto cells = record::cells_with_runs(p, rs);
+  auto cmp = record::compare_with_baseline(p, cells[0], {{"t", fast}});
+  REQUIRE(cmp.metrics.size() == 1);
+  CHECK(cmp.baseline_run == 1);
+  CHECK(cmp.metrics[0].result.verdict == stats::Verdict::better);
+  CHECK(cmp.metrics[0].result.delta_pct == doctest::Approx(-10.0).epsilon(0.02));
+  auto none = record::compare_with_baseline(p, cells[0], {{"t", {0, 0, 0}}});
+  CHECK(none.metrics.empty());
+  REQUIRE(none.notes.size() == 1);
+  CHECK(none.notes[0].starts_with("t: not compared:"));
+}
