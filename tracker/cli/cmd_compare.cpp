@@ -101,7 +101,7 @@ int cmd_compare(const Args& args) {
     return 0;
   }
   Context ctx = open_context(args.global);
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  auto records = head_records(ctx);
   auto find = [&](const std::string& s) -> const record::Record& {
     auto n = util::parse_double(s);
     for (const auto& r : records)

@@ -14,7 +14,7 @@ int cmd_init(const Args& args) {
   ctx.repo.check_identity();
   const fs::path doc_file = ctx.repo.workdir() / ctx.plan.doc;
 
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  auto records = head_records(ctx);
   std::error_code ec;
   std::string base;
   if (fs::exists(doc_file, ec)) {

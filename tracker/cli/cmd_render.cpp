@@ -50,7 +50,7 @@ int cmd_render(const Args& args) {
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
   std::string text = util::read_file(file);
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  auto records = head_records(ctx);
   std::string fresh = rendered_document(text, ctx.plan, records);
   if (fresh == text) {
     info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
@@ -69,7 +69,7 @@ int cmd_verify(const Args& args) {
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
   std::string text = util::read_file(file);
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  auto records = head_records(ctx);
   std::vector<std::string> problems;
   auto have = doc::region_contents(text, ctx.plan.doc);
   auto want = doc::render_regions(ctx.plan, records);

@@ -16,7 +16,7 @@ int cmd_status(const Args& args) {
     else unknown_argument("status", a, {"--json"});
   }
   Context ctx = open_context(args.global);
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(t, ctx.plan); });
+  auto records = head_records(ctx);
   auto cells = record::cells_with_runs(ctx.plan, records);
   std::size_t pending = 0, pass = 0, fail = 0, invalid = 0;
   for (const auto& c : cells) {

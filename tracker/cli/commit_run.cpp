@@ -118,7 +118,7 @@ record::Record commit_run(Context& ctx, const runner::Run& run, const record::Co
   static const runner::Environment env = runner::probe_environment();
   record::Record committed;
   auto result = ctx.repo.commit([&](const gitstore::TreeView& tip) {
-    auto records = load_records(tip, ctx.plan);
+    auto records = load_records(ctx, tip);
     record::Record rec;
     rec.experiment = ctx.plan.experiment;
     // The number comes from the tip being built on, so concurrent writers never share one.

@@ -24,24 +24,29 @@ Context open_context(const GlobalOptions& g) {
   fs::path file = fs::absolute(name);
   auto plan = plan::load_plan(file, name, repo.workdir());
   for (const auto& w : plan.warnings) warn(format_diagnostic(w));
-  return Context{std::move(repo), std::move(plan), name};
+  auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".json"));
+  return Context{std::move(repo), std::move(plan), name, std::move(cache)};
 }
 
-std::vector<record::Record> load_records(const gitstore::TreeView& tree, const plan::Plan& plan) {
-  static std::map<std::string, record::Record> cache;  // blob id -> parsed record
+std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree) {
   std::vector<record::Record> out;
-  const std::string dir = plan.runs_dir();
+  const std::string dir = ctx.plan.runs_dir();
   for (const auto& e : tree.list(dir)) {
     if (!record::run_number_of(e.name)) continue;
-    auto it = cache.find(e.oid);
-    if (it == cache.end()) {
-      std::string path = dir + "/" + e.name;
-      it = cache.emplace(e.oid, record::parse_record(tree.read_blob(e.oid), path)).first;
+    const record::Record* r = ctx.cache->find(e.oid);
+    if (!r) {
+      ctx.cache->insert(e.oid, record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+      r = ctx.cache->find(e.oid);
     }
-    out.push_back(it->second);
+    out.push_back(*r);
   }
+  ctx.cache->save();
   std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
   return out;
+}
+
+std::vector<record::Record> head_records(const Context& ctx) {
+  return ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t); });
 }
 
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {

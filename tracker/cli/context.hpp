@@ -1,12 +1,14 @@
 #pragma once
 // What every command shares: parsed global options, the repository, the plan, the records.
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gitstore/repository.hpp"
 #include "plan/plan.hpp"
+#include "record/cache.hpp"
 #include "record/record.hpp"
 
 namespace abtrack::cli {
@@ -29,6 +31,7 @@ struct Context {
   gitstore::Repository repo;
   plan::Plan plan;
   std::string plan_name;  // as the user named it, for messages
+  std::shared_ptr<record::RecordCache> cache;  // parsed records by blob id (.git/abtrack/cache/)
 };
 
 // Opens the repository containing the current directory and loads the plan (default
@@ -36,8 +39,10 @@ struct Context {
 Context open_context(const GlobalOptions& g);
 
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
-// cached by blob id for the life of the process, so retries and repeated loads are cheap.
-std::vector<record::Record> load_records(const gitstore::TreeView& tree, const plan::Plan& plan);
+// cached by blob id in .git/abtrack/cache/, so only new records are read and parsed.
+std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree);
+// The same for HEAD's tree.
+std::vector<record::Record> head_records(const Context& ctx);
 
 // The document text for the tree: the doc in the tree, or the template rendered from the
 // plan when the tree has no doc yet.
