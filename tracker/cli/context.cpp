@@ -24,7 +24,7 @@ Context open_context(const GlobalOptions& g) {
   fs::path file = fs::absolute(name);
   auto plan = plan::load_plan(file, name, repo.workdir());
   for (const auto& w : plan.warnings) warn(format_diagnostic(w));
-  auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".json"));
+  auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
   return Context{std::move(repo), std::move(plan), name, std::move(cache)};
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -23,6 +24,34 @@ const std::vector<std::string> kMetricKeys = {"json", "regex", "better", "unit"}
 const std::vector<std::string> kPredictionKeys = {"metric", "change", "range"};
 
 constexpr std::size_t kMaxPlanBytes = 1 << 20;
+
+// [a-z0-9][a-z0-9._-]{0,63}
+bool valid_experiment(std::string_view s) {
+  auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > 64 || !lower_digit(s[0])) return false;
+  for (char c : s)
+    if (!lower_digit(c) && c != '.' && c != '_' && c != '-') return false;
+  return true;
+}
+
+// "metric OP number" -> (metric, op, number text), blanks allowed around each part.
+std::optional<std::tuple<std::string, Op, std::string>> parse_gate(std::string_view text) {
+  text = util::trim(text);
+  std::size_t i = 0;
+  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+  std::string name(text.substr(0, i));
+  if (!util::is_identifier(name)) return std::nullopt;
+  auto rest = util::trim(text.substr(i));
+  static const std::pair<std::string_view, Op> ops[] = {{"<=", Op::le}, {">=", Op::ge}, {"==", Op::eq},
+                                                       {"!=", Op::ne}, {"<", Op::lt},  {">", Op::gt}};
+  for (const auto& [sym, op] : ops) {
+    if (!rest.starts_with(sym)) continue;
+    auto number = util::trim(rest.substr(sym.size()));
+    if (number.empty() || number.find_first_of(" \t") != std::string_view::npos) return std::nullopt;
+    return std::tuple{name, op, std::string(number)};
+  }
+  return std::nullopt;
+}
 
 class Loader {
  public:
@@ -56,9 +85,7 @@ class Loader {
 
     if (auto n = get("experiment")) {
       plan.experiment = scalar(*n, "experiment").value_or("");
-      static const std::regex name_re("[a-z0-9][a-z0-9._-]{0,63}");
-      if (!plan.experiment.empty() &&
-          (!std::regex_match(plan.experiment, name_re) || plan.experiment.find("..") != std::string::npos))
+      if (!plan.experiment.empty() && (!valid_experiment(plan.experiment) || plan.experiment.find("..") != std::string::npos))
         error(at(n->Mark()), fmt::format("experiment name '{}' is not valid", plan.experiment),
               "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters, no '..'");
     } else {
@@ -259,9 +286,8 @@ class Loader {
       error(at(n.Mark()), "env must be a mapping of variable names to values");
       return;
     }
-    static const std::regex var_re("[A-Za-z_][A-Za-z0-9_]*");
     for (auto& [k, v] : ordered(n, "environment variable")) {
-      if (!std::regex_match(k.Scalar(), var_re)) {
+      if (!util::is_identifier(k.Scalar())) {
         error(at(k.Mark()), fmt::format("'{}' is not a valid environment variable name", k.Scalar()));
         continue;
       }
@@ -275,10 +301,9 @@ class Loader {
             "e.g. axes: {warps: [4, 8], batch: [16, 64]}");
       return;
     }
-    static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
     for (auto& [k, v] : ordered(n, "axis")) {
       Axis axis{k.Scalar(), {}, at(k.Mark())};
-      if (!std::regex_match(axis.name, name_re)) {
+      if (!util::is_identifier(axis.name)) {
         error(at(k.Mark()), fmt::format("axis name '{}' must be a letter or '_' followed by letters, digits or '_'", axis.name));
         continue;
       }
@@ -353,12 +378,11 @@ class Loader {
             "e.g. metrics: {time_us: {json: samples_us, better: lower}}");
       return;
     }
-    static const std::regex name_re("[A-Za-z_][A-Za-z0-9_]*");
     for (auto& [k, v] : ordered(n, "metric")) {
       Metric m;
       m.name = k.Scalar();
       m.where = at(k.Mark());
-      if (!std::regex_match(m.name, name_re)) {
+      if (!util::is_identifier(m.name)) {
         error(at(k.Mark()), fmt::format("metric name '{}' must be a letter or '_' followed by letters, digits or '_'", m.name));
         continue;
       }
@@ -410,22 +434,20 @@ class Loader {
       error(at(n.Mark()), "gates must be a list of expressions, e.g. gates: [rel_err <= 6.7e-3]");
       return;
     }
-    static const std::regex gate_re(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*(\S+)\s*)");
     for (const auto& g : n) {
       auto text = scalar(g, "a gate");
       if (!text) continue;
-      std::smatch m;
-      if (!std::regex_match(*text, m, gate_re)) {
+      auto parsed = parse_gate(*text);
+      if (!parsed) {
         error(at(g.Mark()), fmt::format("gate '{}' is not 'metric OP number'", *text),
               "OP is one of <, <=, >, >=, ==, !=; e.g. rel_err <= 6.7e-3");
         continue;
       }
-      Gate gate{*text, m[1], Op::le, 0, at(g.Mark())};
-      const std::string op = m[2];
-      gate.op = op == "<" ? Op::lt : op == "<=" ? Op::le : op == ">" ? Op::gt : op == ">=" ? Op::ge : op == "==" ? Op::eq : Op::ne;
-      auto v = util::parse_double(m[3].str());
+      auto [name, op, number] = *parsed;
+      Gate gate{*text, name, op, 0, at(g.Mark())};
+      auto v = util::parse_double(number);
       if (!v || !std::isfinite(*v)) {
-        error(at(g.Mark()), fmt::format("gate '{}': '{}' is not a finite number", *text, m[3].str()));
+        error(at(g.Mark()), fmt::format("gate '{}': '{}' is not a finite number", *text, number));
         continue;
       }
       gate.threshold = *v;
@@ -545,10 +567,11 @@ class Loader {
   void check_placeholders(Plan& plan, const Location& where, const std::string& text) {
     std::vector<std::string> names;
     for (const auto& a : plan.axes) names.push_back(a.name);
-    static const std::regex ph(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), ph); it != std::sregex_iterator(); ++it) {
-      std::string name = (*it)[1];
-      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+      auto close = text.find('}', open + 1);
+      if (close == std::string::npos) break;
+      std::string name = text.substr(open + 1, close - open - 1);
+      if (!util::is_identifier(name) || std::find(names.begin(), names.end(), name) != names.end()) continue;
       if (auto s = util::did_you_mean(name, names))
         warn(where, fmt::format("command has '{{{}}}', which is not an axis and is left as it is; did you mean '{{{}}}'?", name, *s));
     }

@@ -1,68 +1,178 @@
 #include "record/cache.hpp"
 
-#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include "util/error.hpp"
+#include <cstring>
+#include <stdexcept>
+
 #include "util/files.hpp"
 
 namespace abtrack::record {
 namespace {
 
-using json = nlohmann::json;
-constexpr int kCacheVersion = 1;
+constexpr std::string_view kMagic = "abtrack-record-cache 1\n";
 
-json entry(const Record& r) {
-  json cell = json::array();
-  for (const auto& [k, v] : r.cell) cell.push_back({k, v});
-  json samples = json::object();
-  for (const auto& [k, v] : r.data.samples) samples[k] = v;
-  json gates = json::array();
-  for (const auto& g : r.data.gates)
-    gates.push_back({g.expression, g.metric, g.evaluated, g.holds, g.worst ? json(*g.worst) : json(nullptr), g.violations});
-  return json{{"e", r.experiment}, {"r", r.run}, {"c", cell}, {"o", static_cast<int>(r.data.outcome)}, {"why", r.data.reason},
-              {"s", samples}, {"g", gates}, {"code", {r.code.commit, r.code.dirty, r.code.snapshot}}};
-}
-
-Record from_entry(const json& j) {
-  Record r;
-  r.experiment = j.at("e").get<std::string>();
-  r.run = j.at("r").get<int>();
-  for (const auto& kv : j.at("c")) r.cell.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
-  r.data.outcome = static_cast<runner::Outcome>(j.at("o").get<int>());
-  r.data.reason = j.at("why").get<std::string>();
-  for (const auto& [k, v] : j.at("s").items()) r.data.samples[k] = v.get<std::vector<double>>();
-  for (const auto& g : j.at("g")) {
-    gates::GateResult gr;
-    gr.expression = g.at(0).get<std::string>();
-    gr.metric = g.at(1).get<std::string>();
-    gr.evaluated = g.at(2).get<bool>();
-    gr.holds = g.at(3).get<bool>();
-    if (g.at(4).is_number()) gr.worst = g.at(4).get<double>();
-    gr.violations = g.at(5).get<std::size_t>();
-    r.data.gates.push_back(std::move(gr));
+class Writer {
+ public:
+  template <class T>
+  void pod(T v) {
+    m_out.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
-  const auto& code = j.at("code");
-  r.code.commit = code.at(0).get<std::string>();
-  r.code.dirty = code.at(1).get<bool>();
-  r.code.snapshot = code.at(2).get<std::string>();
-  return r;
+  void str(std::string_view s) {
+    pod<std::uint32_t>(static_cast<std::uint32_t>(s.size()));
+    m_out.append(s);
+  }
+  std::string take() { return std::move(m_out); }
+
+ private:
+  std::string m_out;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : m_in(in) {}
+  template <class T>
+  T pod() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, m_in.data(), sizeof v);
+    m_in.remove_prefix(sizeof v);
+    return v;
+  }
+  std::string str() {
+    auto n = pod<std::uint32_t>();
+    need(n);
+    std::string s(m_in.substr(0, n));
+    m_in.remove_prefix(n);
+    return s;
+  }
+  bool done() const { return m_in.empty(); }
+
+ private:
+  void need(std::size_t n) const {
+    if (m_in.size() < n) throw std::runtime_error("truncated cache frame");
+  }
+  std::string_view m_in;
+};
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
 }
 
 }  // namespace
 
-std::string to_cache_json(const Record& r) { return entry(r).dump(); }
-Record from_cache_json(const std::string& text) { return from_entry(json::parse(text)); }
+std::string encode_frame(const std::string& oid, const Record& r) {
+  Writer w;
+  w.str(oid);
+  w.str(r.experiment);
+  w.pod<std::int32_t>(r.run);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.cell.size()));
+  for (const auto& [k, v] : r.cell) {
+    w.str(k);
+    w.str(v);
+  }
+  w.pod<std::uint8_t>(static_cast<std::uint8_t>(r.data.outcome));
+  w.str(r.data.reason);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.samples.size()));
+  for (const auto& [name, s] : r.data.samples) {
+    w.str(name);
+    w.pod<std::uint32_t>(static_cast<std::uint32_t>(s.size()));
+    for (double v : s) w.pod<double>(v);
+  }
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.gates.size()));
+  for (const auto& g : r.data.gates) {
+    w.str(g.expression);
+    w.str(g.metric);
+    w.pod<std::uint8_t>(g.evaluated);
+    w.pod<std::uint8_t>(g.holds);
+    w.pod<std::uint8_t>(g.worst.has_value());
+    w.pod<double>(g.worst.value_or(0));
+    w.pod<std::uint64_t>(g.violations);
+  }
+  w.str(r.code.commit);
+  w.pod<std::uint8_t>(r.code.dirty);
+  w.str(r.code.snapshot);
+  std::string payload = w.take();
+  Writer frame;
+  frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
+  frame.pod<std::uint32_t>(fnv1a(payload));
+  return frame.take() + payload;
+}
+
+std::pair<std::string, Record> decode_frame(std::string_view payload) {
+  Reader in(payload);
+  std::string oid = in.str();
+  Record r;
+  r.experiment = in.str();
+  r.run = in.pod<std::int32_t>();
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    std::string k = in.str();
+    r.cell.emplace_back(std::move(k), in.str());
+  }
+  auto outcome = in.pod<std::uint8_t>();
+  if (outcome > 2) throw std::runtime_error("bad outcome in cache frame");
+  r.data.outcome = static_cast<runner::Outcome>(outcome);
+  r.data.reason = in.str();
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    auto& s = r.data.samples[in.str()];
+    auto count = in.pod<std::uint32_t>();
+    if (count > payload.size()) throw std::runtime_error("bad sample count in cache frame");
+    s.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) s.push_back(in.pod<double>());
+  }
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    gates::GateResult g;
+    g.expression = in.str();
+    g.metric = in.str();
+    g.evaluated = in.pod<std::uint8_t>();
+    g.holds = in.pod<std::uint8_t>();
+    bool has_worst = in.pod<std::uint8_t>();
+    double worst = in.pod<double>();
+    if (has_worst) g.worst = worst;
+    g.violations = in.pod<std::uint64_t>();
+    r.data.gates.push_back(std::move(g));
+  }
+  r.code.commit = in.str();
+  r.code.dirty = in.pod<std::uint8_t>();
+  r.code.snapshot = in.str();
+  if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
+  return {std::move(oid), std::move(r)};
+}
 
 RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
-  std::error_code ec;
-  if (!std::filesystem::exists(m_file, ec)) return;
+  std::string data;
   try {
-    auto j = json::parse(util::read_file(m_file));
-    if (j.value("version", 0) != kCacheVersion) return;
-    for (const auto& [oid, e] : j.at("records").items()) m_records.emplace(oid, from_entry(e));
+    std::error_code ec;
+    if (!std::filesystem::exists(m_file, ec)) return;
+    data = util::read_file(m_file);
   } catch (const std::exception&) {
-    m_records.clear();  // corrupt: rebuilt from git
+    return;
   }
+  if (!std::string_view(data).starts_with(kMagic)) {
+    std::filesystem::remove(m_file);  // foreign or older format: start over
+    return;
+  }
+  std::size_t pos = kMagic.size();
+  while (pos + 8 <= data.size()) {
+    std::uint32_t len, sum;
+    std::memcpy(&len, data.data() + pos, 4);
+    std::memcpy(&sum, data.data() + pos + 4, 4);
+    if (pos + 8 + len > data.size()) break;
+    std::string_view payload(data.data() + pos + 8, len);
+    if (fnv1a(payload) != sum) break;
+    try {
+      auto [oid, rec] = decode_frame(payload);
+      m_records.insert_or_assign(std::move(oid), std::move(rec));
+    } catch (const std::exception&) {
+      break;
+    }
+    pos += 8 + len;
+  }
+  // A torn tail (killed mid-append) would hide every later frame: cut it off.
+  if (pos != data.size()) ::truncate(m_file.c_str(), static_cast<off_t>(pos));
 }
 
 const Record* RecordCache::find(const std::string& oid) const {
@@ -72,16 +182,23 @@ const Record* RecordCache::find(const std::string& oid) const {
 
 void RecordCache::insert(const std::string& oid, Record r) {
   m_records.insert_or_assign(oid, std::move(r));
-  m_dirty = true;
+  m_added.push_back(oid);
 }
 
 void RecordCache::save() noexcept {
-  if (!m_dirty) return;
+  if (m_added.empty()) return;
   try {
-    json records = json::object();
-    for (const auto& [oid, r] : m_records) records[oid] = entry(r);
-    util::write_file_atomic(m_file, json{{"version", kCacheVersion}, {"records", records}}.dump() + "\n");
-    m_dirty = false;
+    std::error_code ec;
+    std::filesystem::create_directories(m_file.parent_path(), ec);
+    int fd = ::open(m_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    std::string out;
+    if (::lseek(fd, 0, SEEK_END) == 0) out = kMagic;
+    for (const auto& oid : m_added) out += encode_frame(oid, m_records.at(oid));
+    // One write with O_APPEND: concurrent writers never interleave inside it.
+    [[maybe_unused]] auto n = ::write(fd, out.data(), out.size());
+    ::close(fd);
+    m_added.clear();
   } catch (const std::exception&) {
   }
 }

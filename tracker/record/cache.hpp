@@ -1,10 +1,11 @@
 #pragma once
-// A cache of parsed records keyed by blob id, kept in a file, so commands read only the
-// records that are new since the last one (history of thousands of runs stays cheap).
+// A cache of parsed records keyed by blob id, kept in an append-only binary file, so commands
+// read and parse only the records that are new since the last command (a history of
+// thousands of runs stays cheap). Only a cache: the records in git are the truth.
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "record/record.hpp"
 
@@ -12,25 +13,25 @@ namespace abtrack::record {
 
 class RecordCache {
  public:
-  // Reads the cache file when it exists; a missing, foreign or corrupt file is an empty cache
-  // (it is only a cache: the records in git are the truth).
+  // Reads the cache file when it exists. A missing or foreign file is an empty cache; a torn
+  // or corrupt tail is dropped (a process killed while appending).
   explicit RecordCache(std::filesystem::path file);
   // The record of blob `oid`, if cached.
   const Record* find(const std::string& oid) const;
-  // Adds a parsed record.
+  // Adds a parsed record (appended to the file on save()).
   void insert(const std::string& oid, Record r);
-  // Writes the file atomically when something was added. Failing to write only costs speed:
-  // never throws.
+  // Appends what was added, in one write. Failing to write only costs speed: never throws.
   void save() noexcept;
 
  private:
   std::filesystem::path m_file;
   std::map<std::string, Record> m_records;
-  bool m_dirty = false;
+  std::vector<std::string> m_added;
 };
 
-// The fields of a record that documents, status and comparisons use, as compact JSON, and back.
-std::string to_cache_json(const Record& r);
-Record from_cache_json(const std::string& text);
+// The fields a document, status and comparisons use, as one binary frame, and back.
+// decode_frame throws std::runtime_error on malformed input.
+std::string encode_frame(const std::string& oid, const Record& r);
+std::pair<std::string, Record> decode_frame(std::string_view payload);
 
 }  // namespace abtrack::record

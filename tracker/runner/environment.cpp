@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <cctype>
 #include <thread>
 
 #include "util/text.hpp"
@@ -54,19 +54,18 @@ Environment probe_environment() {
   }
   std::sort(gpus.begin(), gpus.end());
   e.gpus = gpus;
-  std::smatch m;
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." -> 580.159.04
   std::string version = slurp("/proc/driver/nvidia/version");
-  static const std::regex driver_re(R"(Kernel Module\s+(?:for \S+\s+)?([0-9][0-9.]+))");
-  if (std::regex_search(version, m, driver_re)) e.driver = m[1];
-  std::string cuda = slurp("/usr/local/cuda/version.json");
-  static const std::regex cuda_re(R"re("cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)")re");
-  if (std::regex_search(cuda, m, cuda_re)) {
-    e.cuda = m[1];
-  } else {
-    // pip/runfile installs leave no version.json; the folder name (cuda-13.0) says it.
-    auto target = fs::read_symlink("/usr/local/cuda", ec).filename().string();
-    if (!ec && target.starts_with("cuda-")) e.cuda = target.substr(5);
+  if (auto k = version.find("Kernel Module"); k != std::string::npos) {
+    std::size_t p = k + 13;
+    while (p < version.size() && !std::isdigit(static_cast<unsigned char>(version[p])) && version[p] != '\n') ++p;
+    std::size_t q = p;
+    while (q < version.size() && (std::isdigit(static_cast<unsigned char>(version[q])) || version[q] == '.')) ++q;
+    e.driver = version.substr(p, q - p);
   }
+  // Runfile and pip installs leave no version.json; the folder name (cuda-13.0) says it.
+  auto target = fs::read_symlink("/usr/local/cuda", ec).filename().string();
+  if (!ec && target.starts_with("cuda-")) e.cuda = target.substr(5);
   return e;
 }
 

@@ -30,6 +30,9 @@ std::optional<double> parse_double(std::string_view s);
 // the result is valid UTF-8 for JSON.
 std::string utf8_tail(std::string_view s, std::size_t max_bytes);
 
+// True for a C identifier: a letter or '_', then letters, digits or '_'.
+bool is_identifier(std::string_view s);
+
 // Formats a number compactly for tables and messages: up to 4 significant digits.
 std::string format_number(double v);
 
