@@ -1,0 +1,49 @@
+#include "cuda_config.hpp"
+
+#include "format.hpp"
+
+#include <algorithm>
+
+namespace abtrack::kernels::mla_decode {
+
+std::string validate_config(const CudaConfig& c) {
+  if (c.warps != 4 && c.warps != 8) return "warps must be 4 or 8";
+  if (c.stages < 1 || c.stages > 4) return "stages must be 1, 2, 3 or 4";
+  if (c.tile != 16 && c.tile != 32 && c.tile != 64) return "tile must be 16, 32 or 64";
+  if (c.splits < 0) return "splits must be >= 1 or auto";
+  return "";
+}
+
+std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
+  // Must match the carve-up in mla_decode_kernels.cu.
+  const std::size_t row = (kDimQk + 8) * 2;  // padded bf16 row: 1168 bytes
+  const int pairs = c.tile / 4;
+  const int ksplit = std::max(1, c.warps / pairs);
+  std::size_t bytes = 0;
+  bytes += kHeadsPerCta * row;                                                   // Q
+  bytes += static_cast<std::size_t>(c.tile) * row;                               // bf16 K/V tile
+  bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw ring
+  bytes += static_cast<std::size_t>(ksplit) * kHeadsPerCta * (c.tile + 4) * 4;   // S (f32)
+  bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;            // P (bf16)
+  bytes += 3 * kHeadsPerCta * 4;                                                 // alpha, m, l
+  bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;               // indices
+  return bytes;
+}
+
+Feasibility cuda_feasibility(const CudaConfig& c, int tiles_per_split, std::size_t smem_limit) {
+  Feasibility f;
+  f.smem_bytes = cuda_smem_bytes(c, tiles_per_split);
+  if (f.smem_bytes > smem_limit) {
+    f.feasible = false;
+    f.why = "shared memory " + std::to_string(f.smem_bytes) + " bytes per CTA (stages " +
+            std::to_string(c.stages) + " x tile " + std::to_string(c.tile) +
+            " x 656 B ring + tile + Q + scores + " + std::to_string(tiles_per_split * c.tile) +
+            " indices) exceeds the per-block limit of " + std::to_string(smem_limit) + " bytes";
+  }
+  return f;
+}
+
+const char* to_string(Math math) { return math == Math::mma ? "mma" : "fma"; }
+const char* to_string(Dequant dequant) { return dequant == Dequant::cvt ? "cvt" : "bits"; }
+
+}  // namespace abtrack::kernels::mla_decode

@@ -1,0 +1,47 @@
+// Knobs of the CUDA kernel family and the shared-memory arithmetic that decides feasibility.
+// Plain C++: usable (and tested) without CUDA.
+#pragma once
+
+#include "problem.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace abtrack::kernels::mla_decode {
+
+enum class Math { mma, fma };        // mma.sync m16n8k16 bf16 -> f32, or scalar FMA (negative control)
+enum class Dequant { cvt, bits };    // cvt.rn.f16x2.e4m3x2 chain, or the shift/mask bit trick
+
+// One variant of the kernel family.
+struct CudaConfig {
+  int warps = 8;        // warps per CTA: 4 or 8
+  int stages = 2;       // cp.async ring depth: 1..4 (raw buffers, all in flight)
+  int tile = 64;        // tokens per tile: 16, 32 or 64
+  int splits = 0;       // splits per (batch row, head block); 0 = auto
+  Math math = Math::mma;
+  Dequant dequant = Dequant::bits;
+};
+
+inline constexpr int kHeadsPerCta = 32;
+inline constexpr std::size_t kSm90SmemOptin = 232448;  // 227 KB, the sm_90 per-block opt-in limit
+
+// "" when the knob values are in the family, else what is wrong (e.g. "warps must be 4 or 8").
+std::string validate_config(const CudaConfig& config);
+
+// Dynamic shared memory of one CTA: Q (32 x 1168 B) + bf16 K tile (T x 1168 B) + raw ring
+// (stages x T x 656 B) + S scores + P + row statistics + the split's indices (4 B per slot).
+std::size_t cuda_smem_bytes(const CudaConfig& config, int tiles_per_split);
+
+// Whether the configuration fits a per-block limit of `smem_limit` bytes; `why` says how not.
+struct Feasibility {
+  bool feasible = true;
+  std::string why;
+  std::size_t smem_bytes = 0;
+};
+Feasibility cuda_feasibility(const CudaConfig& config, int tiles_per_split, std::size_t smem_limit);
+
+// Names of the knob values, as the driver spells them.
+const char* to_string(Math math);
+const char* to_string(Dequant dequant);
+
+}  // namespace abtrack::kernels::mla_decode

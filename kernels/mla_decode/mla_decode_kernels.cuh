@@ -1,0 +1,38 @@
+// The sparse MLA FP8 decode kernels (sm_90): the split kernel family and the combine kernel.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace abtrack::kernels::mla_decode {
+
+// Arguments of the decode kernel. Grid: (splits, ceil(heads / 32), batch); block: warps * 32.
+struct KernelParams {
+  const __nv_bfloat16* q;        // [batch][heads][576]
+  const std::uint8_t* pool;      // [pool][656]
+  const std::int32_t* indices;   // [batch][topk]
+  __nv_bfloat16* out;            // [batch][heads][512]   (written when splits == 1)
+  float* lse;                    // [batch][heads]        (written when splits == 1)
+  float* part_o;                 // [batch][splits][heads][512] (splits > 1)
+  float* part_lse;               // [batch][splits][heads], log2 domain (splits > 1)
+  int batch, heads, topk, splits, tiles, tiles_per_split, stages;
+  float scale_log2;              // softmax scale * log2(e)
+  int dequant_bits;              // 1: bit trick, 0: cvt chain
+  int math_fma;                  // 1: scalar FMA, 0: mma.sync
+};
+
+// The decode kernel instantiation for (warps, tile), or nullptr for values outside the family.
+// Launch with cudaLaunchKernel(ptr, grid, block, {&params}, dynamic_smem, stream).
+const void* decode_kernel(int warps, int tile);
+
+// The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
+// heads, splits).
+const void* combine_kernel();
+
+// Self-test kernel: dequantizes each of the 256 e4m3 codes with scale `scale` through both
+// paths; out[0..255] = cvt path, out[256..511] = bit-trick path (bf16). One block of 256.
+const void* dequant_selftest_kernel();
+
+}  // namespace abtrack::kernels::mla_decode

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The bench driver's command line: usage errors exit 2 with a clear message; a CPU run prints
+# one JSON object with the contract's fields as its last stdout line.
+set -u
+bench="$1"
+fail=0
+pass=0
+check() {  # check DESCRIPTION COMMAND...
+  local what="$1"; shift
+  if "$@"; then pass=$((pass + 1)); else echo "FAILED: $what"; fail=$((fail + 1)); fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$bench" --batch 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--batch 0 exits 2 (got $rc)" test "$rc" -eq 2
+check "--batch 0 message" grep -q '^mla_decode_bench: error: --batch must be between 1' "$tmp/err"
+
+"$bench" --bogus 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "unknown option exits 2 (got $rc)" test "$rc" -eq 2
+check "unknown option named" grep -q "unknown option '--bogus'" "$tmp/err"
+
+"$bench" --device cuda --warps 6 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--warps 6 exits 2 (got $rc)" test "$rc" -eq 2
+check "--warps 6 message" grep -q '^mla_decode_bench: error: ' "$tmp/err"
+
+"$bench" --device cpu --topk 100 --pool 50 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "topk > pool exits 2 (got $rc)" test "$rc" -eq 2
+
+"$bench" --help >"$tmp/out" 2>&1; rc=$?
+check "--help exits 0" test "$rc" -eq 0
+check "--help lists --dequant" grep -q -- '--dequant' "$tmp/out"
+
+"$bench" --device cpu --batch 2 --heads 32 --topk 128 --pool 512 --tile 32 --splits 3 --threads 2 \
+  --samples 3 --invalid-pct 25 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "cpu run exits 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
+tail -n 1 "$tmp/out" >"$tmp/json"
+for key in samples_us median_us rel_err max_abs_err corruption_pct gbps tflops roofline_us roofline_frac \
+    regs_per_thread smem_bytes ctas_per_sm warps_per_sm device feasible batch heads topk pool warps stages \
+    tile splits math dequant seed scale; do
+  check "JSON has \"$key\"" grep -q "\"$key\": " "$tmp/json"
+done
+if command -v python3 >/dev/null 2>&1; then
+  check "last line is valid JSON with 3 samples and rel_err <= 6.7e-3" python3 -c '
+import json, sys
+j = json.loads(open(sys.argv[1]).read())
+assert len(j["samples_us"]) == 3, j
+assert j["rel_err"] <= 6.7e-3 and j["corruption_pct"] == 0, j
+assert j["feasible"] is True and j["device"] == "cpu" and j["splits"] == 3 and j["splits_used"] == 3, j
+' "$tmp/json"
+fi
+echo "$pass passed, $fail failed"
+test "$fail" -eq 0

@@ -1,0 +1,185 @@
+// CPU tests: format conversions, split planning, the checker, the combine, and the CPU tiled
+// decode against the fp64 reference at the tiny and medium sizes of docs (shared) mla-decode.md.
+#include "check.hpp"
+#include "cpu_tiled.hpp"
+#include "cuda_config.hpp"
+#include "format.hpp"
+#include "problem.hpp"
+#include "reference.hpp"
+#include "splits.hpp"
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mla = abtrack::kernels::mla_decode;
+
+namespace {
+
+mla::Inputs tiny_inputs(std::uint64_t seed) {
+  mla::Shape s{2, 32, 128, 512};
+  mla::IndexPattern pattern;
+  pattern.invalid_fraction = 0.25;
+  pattern.invalid_tile = true;
+  pattern.empty_rows = 1;
+  return mla::make_inputs(s, seed, pattern);
+}
+
+}  // namespace
+
+MLA_TEST("format") {
+  int roundtrip_bad = 0;
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7f) == 0x7f) {
+      MLA_CHECK(std::isnan(mla::e4m3_to_float(static_cast<std::uint8_t>(c))), "code %d must be NaN", c);
+      continue;
+    }
+    const float v = mla::e4m3_to_float(static_cast<std::uint8_t>(c));
+    if (mla::float_to_e4m3(v) != c) ++roundtrip_bad;
+  }
+  MLA_CHECK(roundtrip_bad == 0, "%d e4m3 codes do not round-trip", roundtrip_bad);
+  MLA_CHECK(mla::e4m3_to_float(0x7e) == 448.0f, "max e4m3 is 448");
+  MLA_CHECK(mla::e4m3_to_float(0x01) == std::ldexp(1.0f, -9), "smallest subnormal is 2^-9");
+  MLA_CHECK(mla::float_to_e4m3(1.0625f) == mla::float_to_e4m3(1.0f), "ties round to even (down)");
+  MLA_CHECK(mla::float_to_e4m3(1.1875f) == mla::float_to_e4m3(1.25f), "ties round to even (up)");
+  MLA_CHECK(mla::float_to_e4m3(1000.0f) == 0x7e, "saturates at 448");
+  MLA_CHECK(mla::float_to_e4m3(-3.0f) == (0x80 | mla::float_to_e4m3(3.0f)), "sign bit");
+  MLA_CHECK(mla::float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == mla::float_to_bf16(1.0f), "bf16 tie to even");
+  MLA_CHECK(mla::bf16_to_float(mla::float_to_bf16(-2.5f)) == -2.5f, "bf16 exact value");
+  for (float amax : {0.0f, 1e-9f, 0.5f, 3.7f, 448.0f, 1000.0f}) {
+    const float s = mla::quant_scale(amax);
+    int e = 0;
+    MLA_CHECK(std::frexp(s, &e) == 0.5f, "scale %g of amax %g is a power of two", s, amax);
+    MLA_CHECK(amax / s <= 448.0f, "amax %g / scale %g <= 448", amax, s);
+  }
+  // quantize -> dequantize stays within e4m3 precision (relative 2^-4 of the block's scale range).
+  float values[mla::kDimQk];
+  for (int i = 0; i < mla::kDimQk; ++i) values[i] = std::sin(0.37f * i) * (1 + i % 7);
+  std::uint8_t row[mla::kTokenBytes];
+  float back[mla::kDimQk];
+  mla::quantize_token(values, row);
+  mla::dequantize_token(row, back);
+  double worst = 0;
+  for (int i = 0; i < mla::kDimV; ++i) {
+    float scale;
+    std::memcpy(&scale, &row[mla::kScaleOffset + 4 * (i / 128)], 4);
+    worst = std::max(worst, static_cast<double>(std::fabs(back[i] - values[i]) / std::max(std::fabs(values[i]), 64 * std::ldexp(scale, -9))));
+  }
+  MLA_CHECK(worst <= 1.0 / 16, "quantization error %g within e4m3 precision", worst);
+  for (int i = mla::kDimV; i < mla::kDimQk; ++i)
+    MLA_CHECK(back[i] == mla::bf16_to_float(mla::float_to_bf16(values[i])), "rope %d kept as bf16", i);
+}
+
+MLA_TEST("splits") {
+  const mla::SplitPlan p = mla::plan_splits(128, 64, 3);
+  MLA_CHECK(p.tiles == 2 && p.tiles_per_split == 1 && p.splits == 3, "128/64 in 3 splits: %d %d %d", p.tiles,
+            p.tiles_per_split, p.splits);
+  const mla::SplitPlan q = mla::plan_splits(2048, 32, 8);
+  MLA_CHECK(q.tiles == 64 && q.tiles_per_split == 8, "2048/32 in 8 splits: %d %d", q.tiles, q.tiles_per_split);
+  const mla::SplitPlan r = mla::plan_splits(200, 64, 1);
+  MLA_CHECK(r.tiles == 4 && r.tiles_per_split == 4, "a partial last tile counts");
+  MLA_CHECK(mla::auto_splits_gpu(1, 1, 64, 132) >= 8, "batch 1 splits to fill the SMs");
+  MLA_CHECK(mla::auto_splits_gpu(128, 4, 64, 132) <= 2, "a full grid needs no splits");
+  MLA_CHECK(mla::auto_splits_cpu(2, 10, 8) == 4, "cpu auto: threads / batch");
+  // Feasibility arithmetic: 64-token tiles with 4 stages exceed 227 KB; 16-token tiles do not.
+  mla::CudaConfig big{8, 4, 64, 1, mla::Math::mma, mla::Dequant::bits};
+  const mla::Feasibility f = mla::cuda_feasibility(big, 32, mla::kSm90SmemOptin);
+  MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s", f.why.c_str());
+  mla::CudaConfig small{4, 4, 16, 1, mla::Math::mma, mla::Dequant::bits};
+  MLA_CHECK(mla::cuda_feasibility(small, 128, mla::kSm90SmemOptin).feasible, "T=16 S=4 feasible");
+  MLA_CHECK(mla::validate_config(mla::CudaConfig{6, 2, 32}) == "warps must be 4 or 8", "bad warps named");
+  MLA_CHECK(mla::validate_config(mla::CudaConfig{4, 5, 32}).find("stages") != std::string::npos, "bad stages");
+  MLA_CHECK(mla::validate_config(mla::CudaConfig{4, 2, 48}).find("tile") != std::string::npos, "bad tile");
+}
+
+MLA_TEST("check") {
+  const mla::Inputs in = tiny_inputs(7);
+  const double scale = mla::default_softmax_scale();
+  const mla::Reference ref = mla::reference_decode(in, scale, 2);
+  mla::Outputs exact;
+  for (double v : ref.out) exact.out.push_back(mla::float_to_bf16(static_cast<float>(v)));
+  for (double v : ref.lse) exact.lse.push_back(static_cast<float>(v));
+  const mla::CheckResult ok = mla::check_outputs(in.shape, exact, ref);
+  MLA_CHECK(ok.passed && ok.corruption_pct == 0.0, "rounded reference passes: %s", ok.first_failure.c_str());
+  MLA_CHECK(ok.rel_err < 4e-3, "bf16 rounding alone gives rel_err %g", ok.rel_err);
+
+  mla::Outputs bad = exact;
+  bad.out[100] = mla::float_to_bf16(mla::bf16_to_float(bad.out[100]) + 0.5f);
+  const mla::CheckResult one = mla::check_outputs(in.shape, bad, ref);
+  MLA_CHECK(!one.passed && one.failed_elements == 1, "one corrupted element found (%lld)", one.failed_elements);
+  MLA_CHECK(std::fabs(one.corruption_pct - 100.0 / exact.out.size()) < 1e-12, "corruption_pct %g", one.corruption_pct);
+
+  mla::Outputs nan = exact;
+  nan.out[5] = 0xffff;
+  const mla::CheckResult n = mla::check_outputs(in.shape, nan, ref);
+  MLA_CHECK(!n.passed && n.nonfinite_mismatches == 1, "a NaN output is a mismatch");
+
+  mla::Outputs lse_bad = exact;
+  lse_bad.lse[0] += 1e-2f;
+  MLA_CHECK(!mla::check_outputs(in.shape, lse_bad, ref).passed, "a wrong lse fails");
+  mla::Outputs lse_inf = exact;
+  const std::size_t empty = static_cast<std::size_t>(1) * in.shape.heads;  // row 1 is empty
+  MLA_CHECK(std::isinf(ref.lse[empty]) && ref.lse[empty] > 0, "reference lse of an empty row is +inf");
+  lse_inf.lse[empty] = 0.0f;
+  MLA_CHECK(!mla::check_outputs(in.shape, lse_inf, ref).passed, "a finite lse where +inf is expected fails");
+}
+
+MLA_TEST("combine") {
+  mla::Shape s{1, 2, 1, 1};
+  mla::Partials part;
+  part.splits = 3;
+  part.o.assign(3 * 2 * 512, 0.0f);
+  part.lse_log2 = {1.0f, -INFINITY, 1.0f, -INFINITY, -INFINITY, -INFINITY};  // [split][head]
+  for (int d = 0; d < 512; ++d) {
+    part.o[(0 * 2 + 0) * 512 + d] = 1.0f;  // split 0, head 0
+    part.o[(1 * 2 + 0) * 512 + d] = 3.0f;  // split 1, head 0
+  }
+  mla::Outputs out;
+  mla::combine_splits(s, part, out);
+  MLA_CHECK(mla::bf16_to_float(out.out[0]) == 2.0f, "equal weights average: %g", mla::bf16_to_float(out.out[0]));
+  MLA_CHECK(std::fabs(out.lse[0] - 2.0f * std::log(2.0f)) < 1e-6f, "lse = (1 + log2 2) ln 2: %g", out.lse[0]);
+  MLA_CHECK(std::isinf(out.lse[1]) && out.lse[1] > 0 && out.out[512] == 0, "all-empty head: out 0, lse +inf");
+}
+
+MLA_TEST("tiny") {
+  int variants = 0;
+  for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
+    const mla::Inputs in = tiny_inputs(scale > 0.1 ? 3 : 2);
+    const mla::Reference ref = mla::reference_decode(in, scale, 2);
+    for (int tile : {16, 32, 64})
+      for (int threads : {1, 2, 3})
+        for (int splits : {1, 3, 0}) {
+          const mla::Outputs got = mla::cpu_tiled_decode(in, scale, mla::CpuConfig{tile, threads, splits});
+          const mla::CheckResult c = mla::check_outputs(in.shape, got, ref);
+          ++variants;
+          MLA_CHECK(c.passed && c.rel_err <= 6.7e-3,
+                    "scale %g tile %d threads %d splits %d: rel_err %g corruption %g%% %s", scale, tile, threads,
+                    splits, c.rel_err, c.corruption_pct, c.first_failure.c_str());
+          // The empty row (b = 1): exactly zero output and lse = +inf.
+          bool zero = true;
+          for (int i = 0; i < in.shape.heads * mla::kDimV; ++i)
+            zero = zero && mla::bf16_to_float(got.out[static_cast<std::size_t>(in.shape.heads) * mla::kDimV + i]) == 0.0f;
+          MLA_CHECK(zero && std::isinf(got.lse[in.shape.heads]) && got.lse[in.shape.heads] > 0,
+                    "empty row: out 0 and lse +inf (tile %d splits %d)", tile, splits);
+        }
+  }
+  MLA_CHECK(variants == 54, "ran %d variants", variants);
+}
+
+MLA_TEST("medium") {
+  mla::Shape s{4, 64, 2048, 4096};
+  mla::IndexPattern pattern;
+  pattern.invalid_fraction = 0.1;
+  const mla::Inputs in = mla::make_inputs(s, 11, pattern);
+  const double scale = mla::model_softmax_scale();
+  const mla::Reference ref = mla::reference_decode(in, scale);
+  for (int splits : {1, 8, 32}) {
+    const mla::Outputs got = mla::cpu_tiled_decode(in, scale, mla::CpuConfig{64, 0, splits});
+    const mla::CheckResult c = mla::check_outputs(in.shape, got, ref);
+    MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "medium splits %d: rel_err %g corruption %g%% %s", splits,
+              c.rel_err, c.corruption_pct, c.first_failure.c_str());
+  }
+}
+
+int main(int argc, char** argv) { return abtrack::kernels::mla_decode::test::run_cases(argc, argv); }

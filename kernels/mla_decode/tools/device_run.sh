@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds kernels/ standalone on a GPU machine, runs the CUDA tests, then a bench grid.
+# Usage (from the repository root): bash kernels/mla_decode/tools/device_run.sh [tests|grid|all] [GRID]
+# Writes build.log, ctest.log, grid.jsonl (one result line per run), grid.log to $OUT.
+set -u
+mode="${1:-all}"
+grid="${2:-main}"
+out="${OUT:-/tmp/mla_out}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv >"$out/gpu.txt" 2>&1
+build=build-device
+if ! { cmake -S kernels -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DABTRACK_CUDA_RESOURCE_USAGE=ON &&
+       cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  exit 1
+fi
+grep -E 'Used [0-9]+ registers|spill' "$out/build.log" | sort | uniq -c | head -20
+bench="$build/kernels/mla_decode_bench"
+
+if [ "$mode" = tests ] || [ "$mode" = all ]; then
+  (cd "$build" && ctest --output-on-failure -R cuda >"$out/ctest.log" 2>&1)
+  grep -E 'variants ran|passed, [0-9]+ failed' "$out/ctest.log"
+  grep -E 'Test +#|tests passed|FAILED|CHECK' "$out/ctest.log" | head -40
+fi
+
+run() {  # run ARGS...: one bench invocation, its last line to grid.jsonl
+  echo "== $*" >>"$out/grid.log"
+  "$bench" --device cuda "$@" >"$out/last.txt" 2>>"$out/grid.log"
+  local rc=$?
+  cat "$out/last.txt" >>"$out/grid.log"
+  tail -n 1 "$out/last.txt" | sed "s/^{/{\"rc\": $rc, /" >>"$out/grid.jsonl"
+}
+
+if [ "$mode" = grid ] || [ "$mode" = all ]; then
+  case "$grid" in
+    main)
+      for w in 4 8; do for t in 16 32 64; do for s in 1 2 3 4; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s
+      done; done; done
+      for sp in 1 2 4 8 16; do run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --splits $sp; done
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --math fma
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --dequant cvt
+      for h in 64 128; do for w in 4 8; do for t in 16 32 64; do
+        run --batch 64 --heads $h --warps $w --tile $t --stages 2
+      done; done; done
+      for b in 1 16 128; do for h in 32 64 128; do for t in 32 64; do
+        run --batch $b --heads $h --warps 8 --tile $t --stages 2
+      done; done; done
+      ;;
+    quick)
+      for w in 4 8; do for t in 16 32 64; do for s in 2 3; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s
+      done; done; done
+      for sp in 1 4 8; do run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --splits $sp; done
+      run --batch 64 --heads 64 --warps 8 --tile 32 --stages 2
+      run --batch 64 --heads 128 --warps 8 --tile 32 --stages 2
+      ;;
+    *)
+      shift 2
+      run "$@"
+      ;;
+  esac
+  python3 kernels/mla_decode/tools/summarize.py "$out/grid.jsonl"
+fi
+
+if [ "$mode" = profile ] || [ "${PROFILE:-0}" = 1 ]; then
+  ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
+      --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
+      -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
+      "$bench" --device cuda --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --samples 1 --warmup 1 \
+      >"$out/ncu.txt" 2>&1
+  grep -E 'Duration|Throughput|Stall|Issue Slots|Eligible|Active Warps|No Eligible|Registers|Achieved' "$out/ncu.txt" | head -60
+fi
