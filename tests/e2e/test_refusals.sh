@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Refusals (exit 3, environment errors): uncommitted edits of the document or a record are
+# refused before anything runs; a missing identity is named; GIT_AUTHOR_*/GIT_COMMITTER_*
+# are honoured; outside a git repository nothing works.
+source "$(dirname "$0")/lib.sh"
+
+write_plan() {
+  cat >abtrack.yaml <<'EOF'
+experiment: refuse
+doc: AB.md
+axes:
+  n: [1, 2, 3, 4]
+command: touch "$MARKER_DIR"/ran.{n} && echo '{"t":[1.5]}'
+metrics:
+  t: {json: t}
+EOF
+}
+export MARKER_DIR=$WORK/markers
+mkdir -p "$MARKER_DIR"
+markers() { ls "$MARKER_DIR" | tr '\n' ' '; }
+
+new_repo
+write_plan
+expect_rc 0 ab init
+expect_rc 0 ab step
+expect_eq "$(markers)" "ran.1 " "the first step ran the command once"
+
+step "unstaged edit of the document"
+printf '\nmy unsaved thoughts\n' >>AB.md
+cp AB.md "$WORK/doc.edited"
+H=$(git rev-parse HEAD)
+expect_rc 3 ab step
+expect_match "$ERR" '^abtrack: error: .*AB\.md' "stderr names the document"
+expect_eq "$(markers)" "ran.1 " "the command must not run when the step is refused"
+expect_eq "$(git rev-parse HEAD)" "$H" "nothing committed"
+expect_file_eq "$WORK/doc.edited" AB.md "the user's edit is intact"
+expect_false "no record 2 written" test -e runs/refuse/0002.json
+expect_rc 3 ab run
+expect_match "$ERR" 'AB\.md' "run: stderr names the document"
+expect_eq "$(markers)" "ran.1 " "run: the command must not run"
+expect_eq "$(git rev-parse HEAD)" "$H" "run: nothing committed"
+expect_file_eq "$WORK/doc.edited" AB.md "run: the user's edit is intact"
+
+step "staged edit of the document"
+git add AB.md
+expect_rc 3 ab step
+expect_contains "$ERR" "AB.md"
+expect_eq "$(markers)" "ran.1 " "staged edit: the command must not run"
+expect_eq "$(git rev-parse HEAD)" "$H" "staged edit: nothing committed"
+expect_eq "$(git diff --cached --name-only)" "AB.md" "staged edit stays staged"
+git reset -q --hard HEAD
+
+step "edited record"
+printf ' ' >>runs/refuse/0001.json
+expect_rc 3 ab step
+expect_contains "$ERR" "runs/refuse/0001.json" "stderr names the record"
+expect_eq "$(markers)" "ran.1 " "edited record: the command must not run"
+expect_eq "$(git rev-parse HEAD)" "$H" "edited record: nothing committed"
+git checkout -q -- runs
+
+step "refusal is lifted once committed"
+printf '\nthoughts\n' >>AB.md && git commit -q -am "user: notes"
+expect_rc 0 ab step
+expect_eq "$(markers)" "ran.1 ran.2 " "the step runs once the edit is committed"
+expect_clean
+
+step "no identity"
+new_repo noident
+git config --unset user.name; git config --unset user.email
+write_plan
+expect_eq "$(git config user.name)" "" "precondition: no user.name anywhere"
+expect_rc 3 ab init
+expect_contains "$ERR" "user.name" "init without identity names user.name"
+expect_match "$ERR" '^abtrack: error: ' "error format"
+expect_eq "$(commit_count)" 0 "no commit without identity"
+# A commit made by real git so that step has something to build on.
+GIT_AUTHOR_NAME=x GIT_AUTHOR_EMAIL=x@x GIT_COMMITTER_NAME=x GIT_COMMITTER_EMAIL=x@x git add -A
+GIT_AUTHOR_NAME=x GIT_AUTHOR_EMAIL=x@x GIT_COMMITTER_NAME=x GIT_COMMITTER_EMAIL=x@x git commit -q -m base
+rm -f "$MARKER_DIR"/*
+H=$(git rev-parse HEAD)
+expect_rc 3 ab step
+expect_contains "$ERR" "user.name" "step without identity names user.name"
+expect_eq "$(git rev-parse HEAD)" "$H" "step without identity commits nothing"
+expect_eq "$(markers)" "" "without an identity the command does not run (the measurement could not be committed)"
+expect_eq "$(git status --porcelain --untracked-files=all -- runs)" "" "no stray record left in the work tree"
+
+step "GIT_AUTHOR_* / GIT_COMMITTER_* environment"
+export GIT_AUTHOR_NAME="Env Author" GIT_AUTHOR_EMAIL=author@env.example
+export GIT_COMMITTER_NAME="Env Committer" GIT_COMMITTER_EMAIL=committer@env.example
+expect_rc 0 ab step
+expect_eq "$(git log -1 --format='%an <%ae>')" "Env Author <author@env.example>" "author from GIT_AUTHOR_*"
+expect_eq "$(git log -1 --format='%cn <%ce>')" "Env Committer <committer@env.example>" "committer from GIT_COMMITTER_*"
+git config user.name "Config Name"; git config user.email config@example.com
+expect_rc 0 ab step
+expect_eq "$(git log -1 --format='%an <%ae>|%cn <%ce>')" "Env Author <author@env.example>|Env Committer <committer@env.example>" \
+  "the environment wins over the configuration (as in git)"
+unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
+expect_rc 0 ab step
+expect_eq "$(git log -1 --format='%an <%ae>|%cn <%ce>')" "Config Name <config@example.com>|Config Name <config@example.com>" \
+  "identity from the repository configuration"
+expect_fsck
+
+step "global identity in HOME"
+new_repo globalident
+git config --unset user.name; git config --unset user.email
+git config --global user.name "Global Name"; git config --global user.email global@example.com
+write_plan
+expect_rc 0 ab init
+expect_eq "$(git log -1 --format='%an <%ae>')" "Global Name <global@example.com>" "identity from ~/.gitconfig"
+rm -f "$HOME/.gitconfig"
+
+step "not a git repository"
+mkdir -p "$WORK/plain" && cd "$WORK/plain"
+write_plan
+rm -f "$MARKER_DIR"/*
+for cmd in init step run status log verify; do
+  expect_rc 3 ab "$cmd"
+  expect_match "$ERR" '^abtrack: error: .*(git|repositor)' "$cmd outside a repository: error names the repository"
+done
+expect_eq "$(markers)" "" "outside a repository nothing runs"
+expect_false "no runs/ folder outside a repository" test -e runs
+expect_false "no document outside a repository" test -e AB.md
+expect_false "no .git created" test -e .git
+
+done_testing
