@@ -8,7 +8,7 @@ cat >abtrack.yaml <<'EOF'
 experiment: mdsafe
 doc: AB.md
 axes:
-  v: ['a|b', '<!-- abtrack:end results -->', 'x\|y', '`tick` *em* <b>html</b>', "two\nlines", '<!-- abtrack:begin runs -->']
+  v: ['a|b', '<!-- abtrack:end results -->', 'x\|y', '`tick` *em* <b>html</b>', '<!-- abtrack:begin runs -->']
   k: [1]
 command: python3 -c 'import json,sys; print(json.dumps({"time_us":[1.0,2.0],"v":sys.argv[1]}))' {v}
 metrics:
@@ -16,7 +16,7 @@ metrics:
 EOF
 expect_rc 0 ab init
 expect_rc 0 ab run
-NCELLS=6
+NCELLS=5
 expect_eq "$(ls runs/mdsafe | wc -l | tr -d ' ')" "$NCELLS" "every cell ran"
 expect_clean
 expect_rc 0 ab verify
@@ -51,7 +51,7 @@ for k in $(seq 0 $((NCELLS - 1))); do
   expect_eq "$(printf '%s\n' "$parsed" | grep -c '^Abtrack-')" 5 "HEAD~$k: exactly the 5 Abtrack trailers parse"
   expect_eq "$(printf '%s\n' "$parsed" | sed -n 's/^Abtrack-Run: //p')" "$((NCELLS - k))" "HEAD~$k: Abtrack-Run"
 done
-expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | tr '\n' ' ')" "6 5 4 3 2 1 " "run trailers"
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | tr '\n' ' ')" "5 4 3 2 1 " "run trailers"
 expect_eq "$(git log --format=%s | grep -c '^abtrack(mdsafe): run ')" "$NCELLS" "one-line subjects"
 
 step "values reach the command and the record intact"
@@ -61,7 +61,7 @@ while IFS= read -r -d '' want; do
   expect_eq "$(json "$rec" 'd["cell"]["v"]')" "$want" "record $i keeps the value"
   expect_eq "$(json "$rec" 'json.loads(d["invocations"][0]["stdout_tail"].strip().splitlines()[-1])["v"] if "\n" not in d["cell"]["v"] else json.loads(d["invocations"][0]["stdout_tail"])["v"]')" "$want" "command $i got the value"
   i=$((i + 1))
-done < <(printf '%s\0' 'a|b' '<!-- abtrack:end results -->' 'x\|y' '`tick` *em* <b>html</b>' $'two\nlines' '<!-- abtrack:begin runs -->')
+done < <(printf '%s\0' 'a|b' '<!-- abtrack:end results -->' 'x\|y' '`tick` *em* <b>html</b>' '<!-- abtrack:begin runs -->')
 
 step "another step keeps prose and regions"
 printf '\n## My notes\nThe a|b cell is odd.\n' >>AB.md
@@ -91,7 +91,7 @@ EOF
 run_cmd ab init
 CHECKS=$((CHECKS + 1))
 if [ "$RC" = 2 ]; then
-  expect_match "$ERR" '^abtrack: error: abtrack\.yaml:5:[0-9]+: ' "a refused value is a plan error at its position"
+  expect_match "$ERR" '^abtrack: error: abtrack\.yaml:4:[0-9]+: ' "a refused value is a plan error at its position"
   expect_eq "$(commit_count)" 0 "nothing committed for a refused plan"
 elif [ "$RC" = 0 ]; then
   expect_rc 0 ab run

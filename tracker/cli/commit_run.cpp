@@ -34,7 +34,9 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
 
 void preflight(const Context& ctx) {
   ctx.repo.check_identity();
-  auto changed = ctx.repo.status({ctx.plan.doc, ctx.plan.runs_dir() + "/"});
+  // A document that cannot be made must stop us before anything runs, not after.
+  ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
+  auto changed = ctx.repo.settled_status({ctx.plan.doc, ctx.plan.runs_dir() + "/"});
   if (changed.empty()) return;
   std::vector<std::string> lines;
   bool doc_untracked = false;

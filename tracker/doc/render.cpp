@@ -175,7 +175,8 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     auto b = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
     const Record* base = b == cells.end() ? nullptr : b->latest();
     if (!latest) continue;
-    if (cells[i].outcome() != Outcome::pass) cc.unavailable = "no verdict: " + std::string(runner::to_string(cells[i].outcome()));
+    if (cells[i].outcome() != Outcome::pass)
+      cc.unavailable = cells[i].outcome() == Outcome::fail ? "no verdict: a gate failed" : "no verdict: invalid run";
     else if (!base) cc.unavailable = "baseline pending";
     else if (b->outcome() != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
     else {
@@ -197,7 +198,9 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   std::string t;
   std::vector<std::string> head;
   for (const auto& a : plan.axes) head.push_back(escape_cell(a.name));
-  head.push_back("n");
+  // The sample count column; renamed when an axis already says "n".
+  bool n_taken = std::any_of(plan.axes.begin(), plan.axes.end(), [](const plan::Axis& a) { return a.name == "n"; });
+  head.push_back(n_taken ? "samples" : "n");
   for (const auto& m : plan.metrics) {
     head.push_back(escape_cell(m.unit.empty() ? m.name : fmt::format("{} ({})", m.name, m.unit)));
     if (plan.baseline && std::find(compared.begin(), compared.end(), &m) != compared.end())

@@ -5,6 +5,7 @@
 #include <kainjow/mustache.hpp>
 
 #include "doc/regions.hpp"
+#include "doc/render.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::doc {
@@ -16,7 +17,7 @@ std::string or_placeholder(const std::string& s, const char* placeholder) {
 
 std::string assignment_text(const plan::Assignment& a) {
   std::vector<std::string> parts;
-  for (const auto& [k, v] : a) parts.push_back(k + "=" + v);
+  for (const auto& [k, v] : a) parts.push_back(k + "=" + escape_cell(v));
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -29,9 +30,14 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   if (!m.is_valid()) throw Error(Exit::usage, Location{name, 0, 0}, "template does not parse: " + m.error_message());
 
   std::vector<std::string> axes;
-  for (const auto& a : plan.axes) axes.push_back(fmt::format("`{}` ∈ {{{}}}", a.name, fmt::join(a.values, ", ")));
+  for (const auto& a : plan.axes) {
+    // Values are the user's data: escaped, so none can open an HTML comment or a region marker.
+    std::vector<std::string> values;
+    for (const auto& v : a.values) values.push_back(escape_cell(v));
+    axes.push_back(fmt::format("`{}` ∈ {{{}}}", a.name, fmt::join(values, ", ")));
+  }
   std::vector<std::string> excluded;
-  for (const auto& e : plan.exclude) excluded.push_back("`" + assignment_text(e) + "`");
+  for (const auto& e : plan.exclude) excluded.push_back(assignment_text(e));
   std::string prediction = "(none stated)";
   if (plan.prediction) {
     const auto& p = *plan.prediction;
@@ -40,7 +46,7 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
     prediction += " against the baseline.";
   }
   std::string baseline = plan.baseline
-      ? fmt::format("`{}`; each cell is compared with the baseline cell that has its values on the other axes.",
+      ? fmt::format("{}; each cell is compared with the baseline cell that has its values on the other axes.",
                     assignment_text(*plan.baseline))
       : std::string("(none: cells are not compared)");
   std::string gates;
@@ -64,7 +70,15 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   d.set("gates", gates);
   std::string out = m.render(d);
   if (!m.is_valid()) throw Error(Exit::usage, Location{name, 0, 0}, "template does not render: " + m.error_message());
-  if (find_regions(out, name).empty())
+  std::vector<Region> regions;
+  try {
+    regions = find_regions(out, name);
+  } catch (const Error& e) {
+    throw Error(Exit::usage, Location{name, 0, 0},
+                "the document made from this template has a broken region: " + e.diagnostics().front().message,
+                "does a plan value (title, what, why, how, command) contain an <!-- abtrack:... --> marker?");
+  }
+  if (regions.empty())
     throw Error(Exit::usage, Location{name, 0, 0}, "template has no abtrack region",
                 "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own");
   return out;

@@ -322,6 +322,11 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
   return out;
 }
 
+std::vector<PathStatus> Repository::settled_status(const std::vector<std::string>& paths) const {
+  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  return status(paths);
+}
+
 bool Repository::dirty() const {
   git_status_options opts = GIT_STATUS_OPTIONS_INIT;
   opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;

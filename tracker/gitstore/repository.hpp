@@ -92,6 +92,9 @@ class Repository {
   // Paths among `paths` (files, or folders ending in '/') that differ from HEAD in the
   // index or the work tree, or are untracked (not ignored).
   std::vector<PathStatus> status(const std::vector<std::string>& paths) const;
+  // status() taken while no abtrack process is committing (the commit lock is held for the
+  // check), so another abtrack's half-synced files never look like the user's edits.
+  std::vector<PathStatus> settled_status(const std::vector<std::string>& paths) const;
   // Whether the work tree has any change against HEAD (tracked or untracked, not ignored).
   bool dirty() const;
   // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create

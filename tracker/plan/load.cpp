@@ -85,6 +85,7 @@ class Loader {
 
     if (auto n = get("experiment")) {
       plan.experiment = scalar(*n, "experiment").value_or("");
+      if (n->IsScalar() && plan.experiment.empty()) error(at(n->Mark()), "experiment name is empty", "e.g. experiment: occupancy");
       if (!plan.experiment.empty() && (!valid_experiment(plan.experiment) || plan.experiment.find("..") != std::string::npos))
         error(at(n->Mark()), fmt::format("experiment name '{}' is not valid", plan.experiment),
               "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters, no '..'");
@@ -318,6 +319,10 @@ class Loader {
       for (const auto& e : v) {
         if (!e.IsScalar()) {
           error(at(e.Mark()), fmt::format("a value of axis '{}' must be a single value, not {}", axis.name, kind(e)));
+          continue;
+        }
+        if (e.Scalar().find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
+          error(at(e.Mark()), fmt::format("a value of axis '{}' spans several lines; values must be single lines", axis.name));
           continue;
         }
         if (std::find(axis.values.begin(), axis.values.end(), e.Scalar()) != axis.values.end()) {
