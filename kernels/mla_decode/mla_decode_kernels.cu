@@ -1,7 +1,8 @@
 // Sparse MLA FP8 decode for Hopper (sm_90): one CTA per (batch row, 32 heads, split).
 // Per tile of T gathered tokens: 16-byte cp.async gathers into a ring of `stages` raw buffers
 // (all of them in flight while a tile is computed),
-// dequant to a bf16 tile in shared memory, S = Q K^T (mma.sync m16n8k16, f32 accumulate),
+// dequant to a bf16 tile in shared memory, S = Q K^T (mma.sync m16n8k16, f32 accumulate; warps
+// split into 2 n-groups x warps/2 k parts, partial S tiles written into the consumed raw slot),
 // online softmax in the log2 domain, O += P V (mma.sync, V via ldmatrix.trans).
 #include "mla_decode_kernels.cuh"
 
@@ -117,18 +118,25 @@ __device__ __forceinline__ float warp_sum(float v) {
 template <int W, int T>
 struct Layout {
   static constexpr int kThreads = W * 32;
-  static constexpr int kPairs = T / 4;                                  // (m-tile, n-tile) pairs of S
-  static constexpr int kPairsPerWarp = kPairs / W > 0 ? kPairs / W : 1;
-  static constexpr int kKSplit = W / kPairs > 0 ? W / kPairs : 1;       // warps sharing one pair
-  static constexpr int kKSteps = (kDimQk / 16) / kKSplit;               // k16 steps per warp
+  // S = Q K^T: a warp owns both m-tiles (all 32 heads) and kNTW n-tiles (8 tokens each) of one of
+  // two n-groups, over 36 / kKSplit of the k16 steps; the kKSplit partial S tiles are summed by
+  // the softmax. Per k step a warp loads 2 A (ldmatrix x4) + kNTW/2 B (x4) for 2 * kNTW mma.
+  static constexpr int kNT = T / 8;                                     // n-tiles of S
+  static constexpr int kNGroups = 2;
+  static constexpr int kNTW = kNT / kNGroups;                           // n-tiles per warp: 1, 2, 4
+  static constexpr int kKSplit = W / kNGroups;                          // 2 (4 warps) or 4 (8 warps)
+  static constexpr int kKSteps = (kDimQk / 16) / kKSplit;               // k16 steps per warp: 18 or 9
   static constexpr int kSStride = T + 4;                                // floats
   static constexpr int kPStride = T + 8;                                // bf16
   static constexpr int kRowsPerWarp = kHeads / W;                       // softmax rows per warp
   static constexpr int kPasses = kRowsPerWarp / 4;                      // 4 rows (8 lanes each) per pass
   static constexpr int kCols = kDimV / W;                               // PV columns per warp
   static constexpr int kNTiles = kCols / 8;
-  static_assert(kPairs * kKSplit >= W || kPairsPerWarp * W == kPairs, "pairs must cover warps");
+  static_assert(kKSplit * kKSteps * 16 == kDimQk, "k steps split evenly over warps");
+  static_assert(kNTW * kNGroups == kNT, "n-tiles split evenly over n-groups");
   static_assert(kNTiles % 2 == 0, "PV n-tiles come in pairs");
+  // The partial S tiles live in the raw ring slot of the tile being computed (consumed by then).
+  static_assert(kKSplit * kHeads * kSStride * 4 <= T * kTokenBytes, "S partials fit a raw slot");
 };
 
 template <int W, int T>
@@ -139,8 +147,7 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
   std::uint8_t* q_s = smem;
   std::uint8_t* k_s = q_s + kHeads * kRowBytes;
   std::uint8_t* raw_s = k_s + T * kRowBytes;
-  float* s_s = reinterpret_cast<float*>(raw_s + p.stages * T * kTokenBytes);
-  __nv_bfloat16* p_s = reinterpret_cast<__nv_bfloat16*>(s_s + L::kKSplit * kHeads * L::kSStride);
+  __nv_bfloat16* p_s = reinterpret_cast<__nv_bfloat16*>(raw_s + p.stages * T * kTokenBytes);
   float* alpha_s = reinterpret_cast<float*>(p_s + kHeads * L::kPStride);
   float* m_s = alpha_s + kHeads;
   float* l_s = m_s + kHeads;
@@ -187,7 +194,8 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
     }
   };
   // Ring of `stages` raw buffers, all in flight: tiles 0..stages-1 now, tile it+stages into slot
-  // it % stages as soon as the dequant of tile it has consumed that slot.
+  // it % stages as soon as tile it is done with that slot (dequant, then the partial S tiles of
+  // QK^T, which reuse the slot, read by the softmax).
   for (int j = 0; j < stages; ++j) {
     if (j < n_tiles) issue(j);
     cp_async_commit();
@@ -242,85 +250,82 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
       if (tile_idx[tok] >= 0) v = *reinterpret_cast<const uint4*>(raw + tok * kTokenBytes + 528 + part * 16);
       *reinterpret_cast<uint4*>(k_s + tok * kRowBytes + 1024 + part * 16) = v;
     }
-    __syncthreads();  // the raw slot of tile `it` is consumed: refill it
-    if (it + stages < n_tiles) issue(it + stages);
-    cp_async_commit();
+    __syncthreads();  // the K tile is complete; the raw slot of tile `it` now holds the S partials
+    float* s_s = reinterpret_cast<float*>(raw_s + (it % stages) * T * kTokenBytes);
 
-    // S = Q K^T. A warp owns kPairsPerWarp (m-tile, n-tile) pairs of one m-tile, over its
-    // share of the 36 k16 steps (kKSplit warps share a pair when there are fewer pairs than warps).
+    // S = Q K^T: warp = (n-group ng, k part kp); 2 m-tiles x kNTW n-tiles over kKSteps k16 steps.
     {
-      const int pair0 = L::kKSplit > 1 ? warp % L::kPairs : warp;
-      const int kpart = L::kKSplit > 1 ? warp / L::kPairs : 0;
-      const int mt = pair0 & 1;
-      float sacc[L::kPairsPerWarp][4];
+      const int ng = warp & 1;
+      const int kp = warp >> 1;
+      const int nt0 = ng * L::kNTW;
+      const int ks0 = kp * L::kKSteps;
+      float sacc[2][L::kNTW][4];
 #pragma unroll
-      for (int i = 0; i < L::kPairsPerWarp; ++i)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sacc[i][j] = 0.0f;
-      const int ks0 = kpart * L::kKSteps;
+        for (int j = 0; j < L::kNTW; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sacc[mt][j][i] = 0.0f;
       if (!fma_math) {
-        // kChains independent accumulator chains per pair: one chain of 36 dependent mma.sync
-        // would make QK^T latency-bound.
-        constexpr int kChains = L::kPairsPerWarp >= 4 ? 1 : L::kPairsPerWarp == 2 ? 2 : L::kKSteps % 4 == 0 ? 4 : 3;
-        static_assert(L::kKSteps % kChains == 0, "k steps split evenly into chains");
-        float cacc[kChains][L::kPairsPerWarp][4];
+        const std::uint8_t* a_base = q_s + (lane & 15) * kRowBytes + (lane >> 4) * 16 + ks0 * 32;
+        // x4: matrices (nt, k lo), (nt, k hi), (nt+1, k lo), (nt+1, k hi); x2: lanes 0..15 only.
+        const std::uint8_t* b_base =
+            k_s + (nt0 * 8 + (lane & 7) + (L::kNTW >= 2 ? (lane >> 4) * 8 : 0)) * kRowBytes +
+            ((lane >> 3) & 1) * 16 + ks0 * 32;
+#pragma unroll 3
+        for (int ks = 0; ks < L::kKSteps; ++ks) {
+          std::uint32_t a[2][4];
+          ldmatrix_x4(a[0], a_base + ks * 32);
+          ldmatrix_x4(a[1], a_base + 16 * kRowBytes + ks * 32);
+          if constexpr (L::kNTW >= 2) {
 #pragma unroll
-        for (int c = 0; c < kChains; ++c)
+            for (int jp = 0; jp < L::kNTW / 2; ++jp) {
+              std::uint32_t bf[4];
+              ldmatrix_x4(bf, b_base + jp * 16 * kRowBytes + ks * 32);
 #pragma unroll
-          for (int i = 0; i < L::kPairsPerWarp; ++i)
+              for (int mt = 0; mt < 2; ++mt) {
+                mma_bf16(sacc[mt][2 * jp], a[mt], bf[0], bf[1]);
+                mma_bf16(sacc[mt][2 * jp + 1], a[mt], bf[2], bf[3]);
+              }
+            }
+          } else {
+            std::uint32_t bf[2];
+            ldmatrix_x2(bf, b_base + ks * 32);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) cacc[c][i][j] = 0.0f;
-        const std::uint8_t* a_base = q_s + (mt * 16 + (lane & 15)) * kRowBytes + (lane >> 4) * 16 + ks0 * 32;
-        const std::uint8_t* b_base = k_s + (lane & 7) * kRowBytes + ((lane >> 3) & 1) * 16 + ks0 * 32;
-#pragma unroll 2
-        for (int ks = 0; ks < L::kKSteps; ks += kChains) {
+            for (int mt = 0; mt < 2; ++mt) mma_bf16(sacc[mt][0], a[mt], bf[0], bf[1]);
+          }
+        }
+      } else {
+        for (int d = ks0 * 16; d < (ks0 + L::kKSteps) * 16; d += 2) {
 #pragma unroll
-          for (int c = 0; c < kChains; ++c) {
-            std::uint32_t a[4];
-            ldmatrix_x4(a, a_base + (ks + c) * 32);
+          for (int mt = 0; mt < 2; ++mt) {
+            const std::uint8_t* q0 = q_s + (mt * 16 + g) * kRowBytes + d * 2;
+            const float2 a0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q0));
+            const float2 a1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q0 + 8 * kRowBytes));
 #pragma unroll
-            for (int i = 0; i < L::kPairsPerWarp; ++i) {
-              const int nt = (pair0 + i * W) >> 1;
-              std::uint32_t bf[2];
-              ldmatrix_x2(bf, b_base + nt * 8 * kRowBytes + (ks + c) * 32);
-              mma_bf16(cacc[c][i], a, bf[0], bf[1]);
+            for (int j = 0; j < L::kNTW; ++j) {
+              const std::uint8_t* k0 = k_s + ((nt0 + j) * 8 + 2 * t4) * kRowBytes + d * 2;
+              const float2 b0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0));
+              const float2 b1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0 + kRowBytes));
+              sacc[mt][j][0] = fmaf(a0.x, b0.x, fmaf(a0.y, b0.y, sacc[mt][j][0]));
+              sacc[mt][j][1] = fmaf(a0.x, b1.x, fmaf(a0.y, b1.y, sacc[mt][j][1]));
+              sacc[mt][j][2] = fmaf(a1.x, b0.x, fmaf(a1.y, b0.y, sacc[mt][j][2]));
+              sacc[mt][j][3] = fmaf(a1.x, b1.x, fmaf(a1.y, b1.y, sacc[mt][j][3]));
             }
           }
         }
+      }
+      float* s_part = s_s + kp * kHeads * L::kSStride;
 #pragma unroll
-        for (int c = 0; c < kChains; ++c)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-          for (int i = 0; i < L::kPairsPerWarp; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) sacc[i][j] += cacc[c][i][j];
-      } else {
-        const std::uint8_t* q0 = q_s + (mt * 16 + g) * kRowBytes;
-        const std::uint8_t* q1 = q0 + 8 * kRowBytes;
-        for (int d = ks0 * 16; d < (ks0 + L::kKSteps) * 16; d += 2) {
-          const float2 a0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q0 + d * 2));
-          const float2 a1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q1 + d * 2));
-#pragma unroll
-          for (int i = 0; i < L::kPairsPerWarp; ++i) {
-            const int nt = (pair0 + i * W) >> 1;
-            const std::uint8_t* k0 = k_s + (nt * 8 + 2 * t4) * kRowBytes + d * 2;
-            const float2 b0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0));
-            const float2 b1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0 + kRowBytes));
-            sacc[i][0] = fmaf(a0.x, b0.x, fmaf(a0.y, b0.y, sacc[i][0]));
-            sacc[i][1] = fmaf(a0.x, b1.x, fmaf(a0.y, b1.y, sacc[i][1]));
-            sacc[i][2] = fmaf(a1.x, b0.x, fmaf(a1.y, b0.y, sacc[i][2]));
-            sacc[i][3] = fmaf(a1.x, b1.x, fmaf(a1.y, b1.y, sacc[i][3]));
-          }
+        for (int j = 0; j < L::kNTW; ++j) {
+          const int row = mt * 16 + g;
+          const int col = (nt0 + j) * 8 + 2 * t4;
+          *reinterpret_cast<float2*>(s_part + row * L::kSStride + col) = make_float2(sacc[mt][j][0], sacc[mt][j][1]);
+          *reinterpret_cast<float2*>(s_part + (row + 8) * L::kSStride + col) =
+              make_float2(sacc[mt][j][2], sacc[mt][j][3]);
         }
-      }
-      float* s_part = s_s + kpart * kHeads * L::kSStride;
-#pragma unroll
-      for (int i = 0; i < L::kPairsPerWarp; ++i) {
-        const int nt = (pair0 + i * W) >> 1;
-        const int row = mt * 16 + g;
-        const int col = nt * 8 + 2 * t4;
-        *reinterpret_cast<float2*>(s_part + row * L::kSStride + col) = make_float2(sacc[i][0], sacc[i][1]);
-        *reinterpret_cast<float2*>(s_part + (row + 8) * L::kSStride + col) = make_float2(sacc[i][2], sacc[i][3]);
-      }
     }
     __syncthreads();
 
@@ -362,7 +367,9 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
       m_run[pass] = m_new;
       if (sl == 0) alpha_s[row] = alpha;
     }
-    __syncthreads();
+    __syncthreads();  // the S partials are consumed: refill the raw slot of tile `it`
+    if (it + stages < n_tiles) issue(it + stages);
+    cp_async_commit();
 
     // O = O * alpha + P V over this warp's kCols columns, both m-tiles.
     {

@@ -48,6 +48,16 @@ if [ "$mode" = grid ] || [ "$mode" = all ]; then
         run --batch $b --heads $h --warps 8 --tile $t --stages 2
       done; done; done
       ;;
+    v2)  # the figures in docs/mla-decode-kernels.md (2026-11-30, run 4): about 26 runs
+      for t in 64 32 16; do for s in 1 2; do run --batch 64 --heads 32 --warps 8 --tile $t --stages $s; done; done
+      for t in 64 32 16; do run --batch 64 --heads 32 --warps 4 --tile $t --stages 1; done
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 3
+      for sp in 1 4 8; do run --batch 64 --heads 32 --warps 8 --tile 32 --stages 1 --splits $sp; done
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 1 --math fma
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 1 --dequant cvt
+      for h in 64 128; do for t in 64 32; do run --batch 64 --heads $h --warps 8 --tile $t --stages 1; done; done
+      for b in 16 128; do for t in 64 32; do run --batch $b --heads 32 --warps 8 --tile $t --stages 1; done; done
+      ;;
     quick)
       for w in 4 8; do for t in 16 32 64; do for s in 2 3; do
         run --batch 64 --heads 32 --warps $w --tile $t --stages $s
@@ -68,7 +78,7 @@ if [ "$mode" = profile ] || [ "${PROFILE:-0}" = 1 ]; then
   ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
       -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
-      "$bench" --device cuda --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --samples 1 --warmup 1 \
+      "$bench" --device cuda --batch 64 --heads 32 --warps 8 --tile "${PROFILE_TILE:-32}" --stages "${PROFILE_STAGES:-2}" --samples 1 --warmup 1 \
       >"$out/ncu.txt" 2>&1
   grep -E 'Duration|Throughput|Stall|Issue Slots|Eligible|Active Warps|No Eligible|Registers|Achieved' "$out/ncu.txt" | head -60
 fi
