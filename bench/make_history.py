@@ -47,7 +47,9 @@ def blob(data):
     return len(marks)
 marks = []
 t0 = 1700000000
-code = "0" * 40
+def code_of(run):
+    # The code changes every 20 runs (one sweep of the 20 cells per edit), as in real use.
+    return f"{run // 20:040x}"
 
 def commit(msg, files, when):
     m = msg.encode()
@@ -69,13 +71,13 @@ for run in range(1, n + 1):
                          "stdout_bytes": 400, "stderr_bytes": 0, "stdout_tail": json.dumps({"t": samples}), "stderr_tail": ""}],
         "metrics": {"t": {"samples": samples, "summary": {"n": 20}}, "err": {"samples": [0.0], "summary": {"n": 1}}},
         "gates": [{"expression": "err <= 0.01", "metric": "err", "evaluated": True, "holds": True, "worst": 0.0, "violations": 0}],
-        "comparison": None, "code": {"commit": code, "dirty": False, "snapshot": None},
+        "comparison": None, "code": {"commit": code_of(run), "dirty": False, "snapshot": None},
         "env": {"host": "bench", "os": "Linux", "cpu": "x", "cpus": 2, "gpus": [], "driver": "", "cuda": ""},
         "abtrack_version": "0.1.0", "plan_sha256": "0" * 64,
     }
     msg = (f"abtrack(bench): run {run} variant={v} batch={b}: pass\n\n"
            f"Abtrack-Experiment: bench\nAbtrack-Run: {run}\nAbtrack-Cell: variant={v} batch={b}\n"
-           f"Abtrack-Outcome: pass\nAbtrack-Code: {code}\n")
+           f"Abtrack-Outcome: pass\nAbtrack-Code: {code_of(run)}\n")
     commit(msg, [(f"runs/bench/{run:04d}.json", blob(json.dumps(rec, indent=2) + "\n"))], t0 + run)
 
 subprocess.run(["git", "-C", repo, "fast-import", "--quiet"], input=b"".join(out), check=True)

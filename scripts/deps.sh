@@ -4,7 +4,7 @@
 abtrack_packages=(
   g++ cmake make ninja-build pkg-config git ca-certificates
   libgit2-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libkainjow-mustache-dev
-  python3 python3-scipy
+  python3 python3-scipy hyperfine libbenchmark-dev
 )
 
 abtrack_install_deps() {

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "util/text.hpp"
+#include "util/trace.hpp"
 #include "util/version.hpp"
 
 namespace abtrack::cli {
@@ -46,6 +47,7 @@ Args parse_args(int argc, char** argv) {
 }  // namespace
 
 int abtrack_main(int argc, char** argv) {
+  util::trace("start");
   try {
     Args args = parse_args(argc, argv);
     if (args.command == "--version") {
@@ -58,8 +60,12 @@ int abtrack_main(int argc, char** argv) {
       cmd_help(help);
       return static_cast<int>(Exit::usage);
     }
-    for (const auto& c : commands())
-      if (c.name == args.command) return c.run(args);
+    for (const auto& c : commands()) {
+      if (c.name != args.command) continue;
+      int rc = c.run(args);
+      util::trace("done");
+      return rc;
+    }
     throw Error(Exit::usage, fmt::format("unknown command '{}'{}", args.command, util::suggestion_suffix(args.command, command_names())),
                 "abtrack help lists the commands");
   } catch (const Error& e) {

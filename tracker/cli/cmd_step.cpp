@@ -12,6 +12,7 @@
 #include "util/files.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
+#include "util/trace.hpp"
 
 namespace abtrack::cli {
 namespace {
@@ -58,8 +59,10 @@ std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<
   return out;
 }
 
+// `dirty`: the preflight's finding, good for the first cell (later cells scan again: a setup
+// or the user may change files meanwhile).
 void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
-                       int& worst_exit) {
+                       bool dirty, int& worst_exit) {
   runner::LocalExecutor executor;
   std::optional<runner::SetupResult> setup;
   if (!util::trim(ctx.plan.setup).empty()) {
@@ -69,7 +72,7 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
   }
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
-    auto code = code_identity(ctx);
+    auto code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
     info(g, fmt::format("[{}/{}] {}", i + 1, cells.size(), ctx.plan.label(cell)));
     auto progress = [&](int r, int n) {
       if (n > 1) info(g, fmt::format("[{}/{}] {}: invocation {}/{}", i + 1, cells.size(), ctx.plan.label(cell), r + 1, n));
@@ -77,12 +80,13 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
     runner::Run run;
     try {
       run = runner::run_cell(ctx.plan, cell, executor, setup ? &*setup : nullptr, progress);
+      util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
       throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it, and it is still pending",
                                                  e.diagnostics().front().message, ctx.plan.label(cell)));
     }
-    auto rec = commit_run(ctx, run, code);
+    auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
     fmt::print("{}\n", result_line(ctx.plan, rec));
     std::fflush(stdout);
     if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
@@ -114,7 +118,8 @@ int cmd_step(const Args& args) {
       throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
     output = util::read_file(*record_file);
   }
-  preflight(ctx);
+  bool dirty = preflight(ctx);
+  recover_journal(ctx);
   if (!cell) {
     auto pending = pending_cells(ctx);
     if (pending.empty()) {
@@ -125,13 +130,13 @@ int cmd_step(const Args& args) {
   }
   int exit_code = 0;
   if (record_file || !metric_specs.empty()) {
-    auto code = code_identity(ctx);
+    auto code = code_identity(ctx, dirty);
     auto run = runner::run_from_values(ctx.plan, *cell, output, values, record_file ? "record-file" : "metric-option");
-    auto rec = commit_run(ctx, run, code);
+    auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
     fmt::print("{}\n", result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
-  run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), exit_code);
+  run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, exit_code);
   return exit_code;
 }
 
@@ -157,7 +162,8 @@ int cmd_run(const Args& args) {
   }
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
-  preflight(ctx);
+  bool dirty = preflight(ctx);
+  recover_journal(ctx);
   auto cells = all ? ctx.plan.cells() : pending_cells(ctx);
   if (cells.empty()) {
     info(args.global, fmt::format("every cell of {} has a run; nothing to do (--all runs every cell again)", ctx.plan.experiment));
@@ -166,7 +172,7 @@ int cmd_run(const Args& args) {
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
   int exit_code = 0;
-  run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), exit_code);
+  run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, exit_code);
   return exit_code;
 }
 

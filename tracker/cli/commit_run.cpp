@@ -1,6 +1,12 @@
 #include "cli/commit_run.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,6 +14,8 @@
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
 #include "util/text.hpp"
+#include "util/files.hpp"
+#include "util/trace.hpp"
 #include "util/version.hpp"
 
 namespace abtrack::cli {
@@ -32,12 +40,14 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
 
 }  // namespace
 
-void preflight(const Context& ctx) {
+bool preflight(const Context& ctx) {
   ctx.repo.check_identity();
   // A document that cannot be made must stop us before anything runs, not after.
   ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
-  auto changed = ctx.repo.settled_status({ctx.plan.doc, ctx.plan.runs_dir() + "/"});
-  if (changed.empty()) return;
+  auto scan = ctx.repo.settled_scan({ctx.plan.doc, ctx.plan.runs_dir() + "/"});
+  util::trace("preflight");
+  const auto& changed = scan.watched;
+  if (changed.empty()) return scan.other_changes;
   std::vector<std::string> lines;
   bool doc_untracked = false;
   for (const auto& c : changed) {
@@ -52,7 +62,7 @@ void preflight(const Context& ctx) {
   throw Error(Exit::environment, fmt::format("uncommitted changes in {}", fmt::join(lines, ", ")), hint);
 }
 
-record::Code code_identity(const Context& ctx) {
+record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
   record::Code code;
   // abtrack's own run commits change only records and the document, so the code of HEAD is
   // the code its run named: every run on unchanged code shares one identity.
@@ -62,7 +72,8 @@ record::Code code_identity(const Context& ctx) {
     if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn")
       code.commit = named.substr(0, 40);
   }
-  code.dirty = ctx.repo.dirty();
+  code.dirty = dirty ? *dirty : ctx.repo.dirty();
+  util::trace("dirty scan");
   if (code.dirty) {
     try {
       code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
@@ -116,24 +127,38 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
   return line;
 }
 
-record::Record commit_run(Context& ctx, const runner::Run& run, const record::Code& code) {
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code) {
   static const runner::Environment env = runner::probe_environment();
+  record::Record rec;
+  rec.experiment = ctx.plan.experiment;
+  rec.run = 0;
+  rec.cell = record::cell_values(ctx.plan, run.cell);
+  rec.data = run;
+  rec.code = code;
+  rec.env = env;
+  rec.plan_sha256 = ctx.plan.sha256;
+  rec.abtrack_version = std::string(version());
+  rec.metric_specs = ctx.plan.metrics;
+  return rec;
+}
+
+record::Record commit_run(Context& ctx, const record::Record& draft) {
   record::Record committed;
   auto result = ctx.repo.commit([&](const gitstore::TreeView& tip) {
     auto records = load_records(ctx, tip);
-    record::Record rec;
-    rec.experiment = ctx.plan.experiment;
+    // Idempotent: a measurement already in the tip (committed by a recovery) is not committed twice.
+    if (std::any_of(records.begin(), records.end(), [&](const record::Record& r) { return r.data.id == draft.data.id; })) {
+      gitstore::Change none;
+      none.skip = true;
+      return none;
+    }
+    record::Record rec = draft;
+    rec.comparison.reset();
     // The number comes from the tip being built on, so concurrent writers never share one.
     rec.run = 1;
     for (const auto& e : tip.list(ctx.plan.runs_dir()))
       if (auto n = record::run_number_of(e.name)) rec.run = std::max(rec.run, *n + 1);
-    rec.cell = record::cell_values(ctx.plan, run.cell);
-    rec.data = run;
-    rec.code = code;
-    rec.env = env;
-    rec.plan_sha256 = ctx.plan.sha256;
-    rec.abtrack_version = std::string(version());
-    rec.metric_specs = ctx.plan.metrics;
+    const auto& run = rec.data;
     if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) &&
                                                           run.outcome == runner::Outcome::pass) {
       auto cells = record::cells_with_runs(ctx.plan, records);
@@ -146,15 +171,112 @@ record::Record commit_run(Context& ctx, const runner::Run& run, const record::Co
     change.message = commit_message(ctx.plan, rec);
     change.files.emplace_back(record::record_path(rec.experiment, rec.run), record::to_json(rec));
     change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records));
-    if (!code.snapshot.empty())
-      change.refs.emplace_back(fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run), code.snapshot);
+    if (!rec.code.snapshot.empty())
+      change.refs.emplace_back(fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run), rec.code.snapshot);
     committed = rec;
+    util::trace("record and document built");
     return change;
   });
+  util::trace("committed and synced");
+  if (result.commit.empty()) {
+    for (const auto& r : head_records(ctx))
+      if (r.data.id == draft.data.id) return r;
+  }
   for (const auto& p : result.kept_edits)
     warn(fmt::format("{} was edited while the run was going on; your edits are kept in the work tree and the committed "
                      "version is in HEAD (git diff {} shows the difference)",
                      p, p));
+  return committed;
+}
+
+namespace {
+std::filesystem::path journal_dir(const Context& ctx) { return ctx.repo.state_dir() / "journal" / ctx.plan.experiment; }
+}  // namespace
+
+namespace {
+
+// A journal entry locked by the process that measured it: others leave it alone while that
+// process lives (the kernel drops the lock when it dies, and the entry becomes recoverable).
+class JournalEntry {
+ public:
+  JournalEntry(const std::filesystem::path& file, const std::string& content) : m_file(file) {
+    std::error_code ec;
+    std::filesystem::create_directories(file.parent_path(), ec);
+    auto tmp = file.string() + ".tmp";
+    m_fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", tmp, std::strerror(errno)));
+    ::flock(m_fd, LOCK_EX);
+    const char* p = content.data();
+    std::size_t left = content.size();
+    while (left > 0) {
+      auto n = ::write(m_fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", tmp, std::strerror(errno)));
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    if (::fsync(m_fd) != 0 || ::rename(tmp.c_str(), file.c_str()) != 0)
+      throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
+  }
+  ~JournalEntry() {
+    std::error_code ec;
+    std::filesystem::remove(m_file, ec);
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  JournalEntry(const JournalEntry&) = delete;
+  JournalEntry& operator=(const JournalEntry&) = delete;
+
+ private:
+  std::filesystem::path m_file;
+  int m_fd = -1;
+};
+
+}  // namespace
+
+record::Record journal_and_commit(Context& ctx, const record::Record& draft) {
+  JournalEntry entry(journal_dir(ctx) / (draft.data.id + ".json"), record::to_json(draft));
+  return commit_run(ctx, draft);
+}
+
+int recover_journal(Context& ctx) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(journal_dir(ctx), ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  if (files.empty()) return 0;
+  std::sort(files.begin(), files.end());
+  int committed = 0;
+  for (const auto& f : files) {
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct Close {
+      int fd;
+      ~Close() { ::close(fd); }
+    } close_fd{fd};
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) continue;  // its process is alive and committing it
+    if (!std::filesystem::exists(f, ec)) continue;      // committed and removed meanwhile
+    record::Record draft;
+    try {
+      draft = record::parse_record(util::read_file(f), f.string());
+    } catch (const Error&) {
+      warn(fmt::format("{} is not a readable journal entry; left in place", f.string()));
+      continue;
+    }
+    auto cell = record::plan_cell(ctx.plan, draft.cell);
+    if (!cell) {
+      warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", f.string(), draft.label()));
+      continue;
+    }
+    draft.data.cell = *cell;
+    draft.metric_specs = ctx.plan.metrics;
+    auto before = ctx.repo.head();
+    auto rec = commit_run(ctx, draft);
+    if (ctx.repo.head() != before) {
+      fmt::print("{}  (measured by an earlier invocation that was killed before committing it)\n", result_line(ctx.plan, rec));
+      ++committed;
+    }
+    std::filesystem::remove(f, ec);
+  }
   return committed;
 }
 

@@ -10,14 +10,29 @@ namespace abtrack::cli {
 
 // Refuses (Error(environment), before anything runs) when the document or a record of the
 // experiment has uncommitted changes, naming the files and what to do; checks the identity.
-void preflight(const Context& ctx);
+// Returns whether anything else in the work tree differs from HEAD (it scanned for it).
+bool preflight(const Context& ctx);
 
-// The code a run measures: HEAD and, when the work tree differs from it, a snapshot commit.
-record::Code code_identity(const Context& ctx);
+// The code a run measures: HEAD's code commit and, when the work tree differs from it, a
+// snapshot commit. `dirty` is the result of a scan just made, if any.
+record::Code code_identity(const Context& ctx, std::optional<bool> dirty = std::nullopt);
 
-// Commits `run` as the next run of the experiment: the record and the re-rendered document,
+// The record of a measured run before it has a number (run 0): what the journal keeps.
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code);
+
+// Commits a draft as the next run of the experiment: the record and the re-rendered document,
 // one commit, with the trailers of the contract. Returns the committed record.
-record::Record commit_run(Context& ctx, const runner::Run& run, const record::Code& code);
+record::Record commit_run(Context& ctx, const record::Record& draft);
+
+// Journals the draft (durably, under .git/abtrack/journal/), commits it, removes the journal
+// entry: a run measured but not yet committed when abtrack dies is committed by the next
+// invocation (recover_journal).
+record::Record journal_and_commit(Context& ctx, const record::Record& draft);
+
+// Commits the runs an earlier, killed invocation measured but did not commit (each once:
+// a journal entry whose measurement is already in HEAD is only removed). Returns how many
+// were committed; their outcomes are printed like any run's.
+int recover_journal(Context& ctx);
 
 // The commit message of a record (subject, body, trailers).
 std::string commit_message(const plan::Plan& plan, const record::Record& rec);

@@ -14,15 +14,18 @@
 #include "plan/load.hpp"
 #include "util/files.hpp"
 #include "util/text.hpp"
+#include "util/trace.hpp"
 
 namespace abtrack::cli {
 namespace fs = std::filesystem;
 
 Context open_context(const GlobalOptions& g) {
   auto repo = gitstore::Repository::discover(fs::current_path());
+  util::trace("repository open");
   std::string name = g.plan.value_or("abtrack.yaml");
   fs::path file = fs::absolute(name);
   auto plan = plan::load_plan(file, name, repo.workdir());
+  util::trace("plan loaded");
   for (const auto& w : plan.warnings) warn(format_diagnostic(w));
   auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
   return Context{std::move(repo), std::move(plan), name, std::move(cache)};
@@ -41,6 +44,7 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
     out.push_back(*r);
   }
   ctx.cache->save();
+  util::trace("records loaded");
   std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
   return out;
 }

@@ -15,6 +15,7 @@
 
 #include "util/error.hpp"
 #include "util/files.hpp"
+#include "util/trace.hpp"
 
 namespace abtrack::gitstore {
 namespace fs = std::filesystem;
@@ -322,9 +323,26 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
   return out;
 }
 
-std::vector<PathStatus> Repository::settled_status(const std::vector<std::string>& paths) const {
+Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched) const {
   FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
-  return status(paths);
+  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  StatusList list;
+  check_git(git_status_list_new(list.out(), m_repo, &opts), "reading the work tree status");
+  Scan scan;
+  for (std::size_t i = 0; i < git_status_list_entrycount(list.get()); ++i) {
+    const git_status_entry* e = git_status_byindex(list.get(), i);
+    if (!(e->status & kChanged)) continue;
+    const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+    std::string path = d && d->new_file.path ? d->new_file.path : "";
+    bool is_watched = false;
+    for (const auto& w : watched)
+      is_watched |= (!w.empty() && w.back() == '/') ? path.starts_with(w) : path == w;
+    if (is_watched) scan.watched.push_back(PathStatus{path, short_status(e->status)});
+    else scan.other_changes = true;
+  }
+  return scan;
 }
 
 bool Repository::dirty() const {
@@ -439,6 +457,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     old_tree.reset(tree_of(m_repo, tip.oid));
     TreeView view(m_repo, old_tree.get(), tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt);
     change = build(view);
+    if (change.skip) return result;  // result.commit stays empty
 
     std::vector<git_tree_update> updates;
     for (const auto& [path, content] : change.files) {
@@ -471,6 +490,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     Reference ref;
     int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
                      : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
+    util::trace("commit object written");
     if (rc == 0) {
       result.commit = hex(id);
       result.attempts = attempt;
@@ -495,6 +515,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     check_git(git_reference_create(ref.out(), m_repo, name.c_str(), &oid, 1, "abtrack"), "creating " + name);
   }
 
+  util::trace("ref moved");
   // Make the index and work tree agree with the commit, for exactly these paths.
   TreeView before(m_repo, old_tree.get(), std::nullopt);
   std::vector<std::string> synced;
@@ -508,7 +529,8 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
       result.kept_edits.push_back(path);  // edited while we ran: the user's text wins in the work tree
       continue;
     }
-    if (current != content) util::write_file_atomic(file, content);
+    // git holds the content (the commit is made); the work-tree copy needs no fsync.
+    if (current != content) util::write_file_atomic(file, content, util::Durability::ordinary);
     synced.push_back(path);
   }
   if (!synced.empty()) {

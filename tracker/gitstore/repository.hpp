@@ -44,6 +44,7 @@ class TreeView {
 
 // What one commit adds: files (repo-relative path -> content) and its message.
 struct Change {
+  bool skip = false;  // the builder found nothing to commit (e.g. it is already in the tip)
   std::string message;
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::pair<std::string, std::string>> refs;  // refs to point at ids once committed
@@ -92,9 +93,15 @@ class Repository {
   // Paths among `paths` (files, or folders ending in '/') that differ from HEAD in the
   // index or the work tree, or are untracked (not ignored).
   std::vector<PathStatus> status(const std::vector<std::string>& paths) const;
-  // status() taken while no abtrack process is committing (the commit lock is held for the
-  // check), so another abtrack's half-synced files never look like the user's edits.
-  std::vector<PathStatus> settled_status(const std::vector<std::string>& paths) const;
+  // One walk of the whole work tree, taken while no abtrack process is committing (the commit
+  // lock is held for it, so another abtrack's half-synced files never look like the user's
+  // edits): the changes among `watched` (files, or folders ending in '/'), and whether
+  // anything else differs from HEAD (tracked or untracked, not ignored).
+  struct Scan {
+    std::vector<PathStatus> watched;
+    bool other_changes = false;
+  };
+  Scan settled_scan(const std::vector<std::string>& watched) const;
   // Whether the work tree has any change against HEAD (tracked or untracked, not ignored).
   bool dirty() const;
   // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create

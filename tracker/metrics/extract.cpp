@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "metrics/formats.hpp"
+#include "util/files.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::metrics {
@@ -39,7 +41,9 @@ std::optional<std::size_t> match_braces(std::string_view t, std::size_t start) {
 std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* why) {
   // Candidates: '{' as the first non-blank character of a line, tried from the last one back.
   // A candidate whose object contains the best one so far replaces it (a pretty-printed object
-  // has nested '{' lines); one that ends before the best starts is an earlier object: stop.
+  // has nested '{' lines); one that ends before the best starts is an earlier object, or a
+  // sibling nested in the same enclosing object (benchmark tools print lists of objects one per
+  // line), so the search goes on for an enclosing one.
   std::optional<nlohmann::json> best;
   std::size_t best_start = 0, best_end = 0, tried = 0;
   std::string first_error;
@@ -57,8 +61,9 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
       ++tried;
       auto end = match_braces(t, p);
       if (end) {
-        if (best && *end <= best_start) break;
-        if (!best || *end >= best_end) {
+        if (best && *end <= best_start) {
+          // not enclosing the best: skip
+        } else if (!best || *end >= best_end) {
           auto v = nlohmann::json::parse(t.substr(p, *end - p), nullptr, false);
           if (!v.is_discarded() && v.is_object()) {
             best = std::move(v);
@@ -142,22 +147,130 @@ Extraction from_regex(std::string_view text, const std::string& pattern) {
   return out;
 }
 
-std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& metrics, std::string_view text) {
-  std::map<std::string, Extraction> out;
-  std::optional<nlohmann::json> object;
+namespace {
+
+constexpr std::uintmax_t kMaxFileBytes = 256u << 20;
+
+// A text and its JSON document, parsed on first use (several metrics often read one file).
+struct Source {
+  std::string text;
+  std::optional<nlohmann::json> doc;
   std::string why;
-  bool searched = false;
+  bool parsed = false;
+
+  const nlohmann::json* document() {
+    if (!parsed) {
+      doc = json_document(text, &why);
+      parsed = true;
+    }
+    return doc ? &*doc : nullptr;
+  }
+};
+
+Extraction from_document(const plan::Metric& m, Source& src) {
+  if (m.source == plan::Source::regex) return from_regex(src.text, m.selector);
+  const auto* doc = src.document();
+  if (!doc) {
+    std::string why = src.why;
+    if (!m.file.empty() && why == "no JSON object on stdout") why = "no JSON object in the file";
+    return {{}, why};
+  }
+  switch (m.source) {
+    case plan::Source::json:
+      // An object is the document itself; anything else (a bare array, ...) is searched for the
+      // last object as stdout always was.
+      if (!doc->is_object()) {
+        auto last = last_json_object(src.text, &src.why);
+        if (!last) return {{}, src.why};
+        return from_json(*last, m.selector);
+      }
+      return from_json(*doc, m.selector);
+    case plan::Source::hyperfine: return from_hyperfine(*doc, m.selector, m.filter);
+    case plan::Source::gbench: return from_gbench(*doc, m.selector, m.filter);
+    case plan::Source::nvbench: return from_nvbench(*doc, m.selector, m.filter);
+    case plan::Source::regex: break;
+  }
+  return {{}, "unknown metric format"};
+}
+
+Extraction scaled(Extraction e, double scale) {
+  if (!e.ok() || scale == 1) return e;
+  for (double& v : e.samples) {
+    v *= scale;
+    if (!std::isfinite(v)) return {{}, fmt::format("a sample times scale {} is not finite", util::format_number(scale))};
+  }
+  return e;
+}
+
+std::optional<FileStamp> stamp_of(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(p, ec);
+  if (ec) return std::nullopt;
+  auto modified = std::filesystem::last_write_time(p, ec);
+  if (ec) return std::nullopt;
+  return FileStamp{modified, size};
+}
+
+}  // namespace
+
+Extraction extract(const plan::Metric& metric, std::string_view text) {
+  Source src{std::string(text), std::nullopt, {}, false};
+  return scaled(from_document(metric, src), metric.scale);
+}
+
+std::string MetricFiles::relative(const plan::Metric& metric) const {
+  return plan && cell ? plan::substitute(*plan, *cell, metric.file, false) : metric.file;
+}
+
+std::filesystem::path MetricFiles::resolve(const plan::Metric& metric) const { return dir / relative(metric); }
+
+FileStamps stamp_files(const std::vector<plan::Metric>& metrics, const MetricFiles& files) {
+  FileStamps out;
+  for (const auto& m : metrics)
+    if (!m.file.empty()) out[files.resolve(m)] = stamp_of(files.resolve(m));
+  return out;
+}
+
+std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& metrics, std::string_view text,
+                                              const MetricFiles* files, const FileStamps* before) {
+  std::map<std::string, Extraction> out;
+  Source stdout_source{std::string(text), std::nullopt, {}, false};
+  std::map<std::filesystem::path, Source> file_sources;
+  std::map<std::filesystem::path, std::string> file_errors;
   for (const auto& m : metrics) {
     Extraction e;
-    if (m.source == plan::Source::json) {
-      if (!searched) {
-        object = last_json_object(text, &why);
-        searched = true;
-      }
-      e = object ? from_json(*object, m.selector) : Extraction{{}, why};
+    if (m.file.empty()) {
+      e = from_document(m, stdout_source);
+    } else if (!files) {
+      e = {{}, fmt::format("it is read from file '{}', which only running the command writes", m.file)};
     } else {
-      e = from_regex(text, m.selector);
+      auto path = files->resolve(m);
+      std::string shown = files->relative(m);
+      if (!file_sources.count(path) && !file_errors.count(path)) {
+        std::error_code ec;
+        auto now = stamp_of(path);
+        if (!std::filesystem::exists(path, ec)) {
+          file_errors[path] = fmt::format("file '{}' not found (looked for {})", shown, path.string());
+        } else if (std::filesystem::is_directory(path, ec)) {
+          file_errors[path] = fmt::format("file '{}' is a directory", shown);
+        } else if (now && now->size > kMaxFileBytes) {
+          file_errors[path] = fmt::format("file '{}' has {} bytes; at most {} are read", shown, now->size, kMaxFileBytes);
+        } else if (auto was = before ? before->find(path) : FileStamps::const_iterator{};
+                   before && was != before->end() && was->second && now && *was->second == *now) {
+          file_errors[path] = fmt::format("file '{}' was not written by the command (same size and time as before it ran)", shown);
+        } else {
+          try {
+            file_sources[path].text = util::read_file(path);
+          } catch (const Error& err) {
+            file_errors[path] = fmt::format("file '{}' cannot be read: {}", shown, err.what());
+          }
+        }
+      }
+      if (auto fe = file_errors.find(path); fe != file_errors.end()) e = {{}, fe->second};
+      else e = from_document(m, file_sources.at(path));
+      if (!e.ok() && !file_errors.count(path)) e.error = fmt::format("{} (in file '{}')", e.error, shown);
     }
+    e = scaled(std::move(e), m.scale);
     if (!e.ok()) e.error = fmt::format("metric '{}': {}", m.name, e.error);
     out.emplace(m.name, std::move(e));
   }

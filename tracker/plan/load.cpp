@@ -20,7 +20,12 @@ const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model"};
-const std::vector<std::string> kMetricKeys = {"json", "regex", "better", "unit"};
+const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
+                                              "name", "state", "scale",  "better", "unit"};
+const std::vector<std::pair<std::string, Source>> kMetricSources = {
+    {"json", Source::json}, {"regex", Source::regex}, {"hyperfine", Source::hyperfine},
+    {"gbench", Source::gbench}, {"nvbench", Source::nvbench}};
+const std::vector<std::string> kHyperfineFields = {"mean", "median", "min", "max", "stddev", "times"};
 const std::vector<std::string> kPredictionKeys = {"metric", "change", "range"};
 
 constexpr std::size_t kMaxPlanBytes = 1 << 20;
@@ -180,9 +185,11 @@ class Loader {
   }
   void finish() {
     if (!m_errors.empty()) {
-      std::stable_sort(m_errors.begin(), m_errors.end(), [](const Diagnostic& a, const Diagnostic& b) {
-        return std::pair(a.where->line, a.where->column) < std::pair(b.where->line, b.where->column);
-      });
+      auto key = [](const Diagnostic& d) {
+        return d.where ? std::pair(d.where->line, d.where->column) : std::pair(0, 0);
+      };
+      std::stable_sort(m_errors.begin(), m_errors.end(),
+                       [&](const Diagnostic& a, const Diagnostic& b) { return key(a) < key(b); });
       throw Error(Exit::usage, std::move(m_errors));
     }
   }
@@ -396,27 +403,8 @@ class Loader {
         continue;
       }
       auto keys = mapping(v, kMetricKeys, "metric key");
-      bool has_json = keys.count("json"), has_regex = keys.count("regex");
-      if (has_json == has_regex) {
-        error(at(v.Mark()), fmt::format("metric '{}' needs exactly one of 'json' or 'regex'", m.name));
-        continue;
-      }
-      const YAML::Node& src = keys.at(has_json ? "json" : "regex").second;
-      auto sel = scalar(src, fmt::format("metrics.{}.{}", m.name, has_json ? "json" : "regex"));
-      if (!sel) continue;
-      m.selector = *sel;
-      m.source = has_json ? Source::json : Source::regex;
-      if (m.selector.empty()) error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, has_json ? "json path" : "regex"));
-      if (m.source == Source::regex && !m.selector.empty()) {
-        try {
-          std::regex re(m.selector, std::regex::ECMAScript);
-          if (re.mark_count() < 1)
-            error(at(src.Mark()), fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
-                  "e.g. regex: 'time: ([0-9.eE+-]+)'");
-        } catch (const std::regex_error& e) {
-          error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, e.what()));
-        }
-      }
+      // The metric is kept even when its source is wrong, so gates naming it do not add noise.
+      load_metric_source(m, v, keys);
       if (auto it = keys.find("better"); it != keys.end()) {
         auto b = scalar(it->second.second, "better");
         if (b == "lower") m.better = Better::lower;
@@ -426,6 +414,115 @@ class Loader {
       if (auto it = keys.find("unit"); it != keys.end()) m.unit = scalar(it->second.second, "unit").value_or("");
       plan.metrics.push_back(std::move(m));
     }
+  }
+
+  // The source of one metric: exactly one format key, with its `name:`/`state:`, `file:` and
+  // `scale:`. False when it has a mistake (recorded as an error).
+  bool load_metric_source(Metric& m, const YAML::Node& v, const KeyMap& keys) {
+    std::vector<const std::pair<std::string, Source>*> given;
+    for (const auto& s : kMetricSources)
+      if (keys.count(s.first)) given.push_back(&s);
+    if (given.empty()) {
+      error(at(v.Mark()), fmt::format("metric '{}' needs one of 'json', 'regex', 'hyperfine', 'gbench' or 'nvbench'", m.name),
+            "e.g. {json: median_us}, {regex: 'time: ([0-9.]+)'} or {hyperfine: mean, file: hyperfine.json}");
+      return false;
+    }
+    if (given.size() > 1) {
+      for (std::size_t i = 1; i < given.size(); ++i)
+        error(at(keys.at(given[i]->first).first.Mark()),
+              fmt::format("metric '{}' has more than one source ('{}' and '{}'); give exactly one", m.name,
+                          given[0]->first, given[i]->first));
+      return false;
+    }
+    const std::string key = given[0]->first;
+    m.source = given[0]->second;
+    const YAML::Node& src = keys.at(key).second;
+    auto sel = scalar(src, fmt::format("metrics.{}.{}", m.name, key));
+    if (!sel) return false;
+    m.selector = *sel;
+    bool ok = true;
+    if (m.selector.empty()) {
+      static const std::map<Source, const char*> what = {{Source::json, "json path"}, {Source::regex, "regex"},
+                                                         {Source::hyperfine, "hyperfine field"}, {Source::gbench, "gbench field"},
+                                                         {Source::nvbench, "nvbench summary tag"}};
+      error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, what.at(m.source)));
+      ok = false;
+    } else if (m.source == Source::regex) {
+      try {
+        std::regex re(m.selector, std::regex::ECMAScript);
+        if (re.mark_count() < 1)
+          error(at(src.Mark()), fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
+                "e.g. regex: 'time: ([0-9.eE+-]+)'");
+      } catch (const std::regex_error& e) {
+        error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, e.what()));
+      }
+    } else if (m.source == Source::hyperfine &&
+               std::find(kHyperfineFields.begin(), kHyperfineFields.end(), m.selector) == kHyperfineFields.end()) {
+      error(at(src.Mark()),
+            fmt::format("metric '{}': hyperfine field '{}' is not one of mean, median, min, max, stddev, times{}", m.name,
+                        m.selector, util::suggestion_suffix(m.selector, kHyperfineFields)));
+      ok = false;
+    }
+
+    // `name:` selects hyperfine results / gbench rows, `state:` nvbench states.
+    const char* filter_key = m.source == Source::nvbench ? "state"
+                             : (m.source == Source::hyperfine || m.source == Source::gbench) ? "name"
+                                                                                               : nullptr;
+    for (const char* k : {"name", "state"}) {
+      auto it = keys.find(k);
+      if (it == keys.end()) continue;
+      if (!filter_key || std::string_view(k) != filter_key) {
+        error(at(it->second.first.Mark()),
+              filter_key ? fmt::format("metric '{}': '{}' does not apply to '{}' (it takes '{}')", m.name, k, key, filter_key)
+                         : fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, key),
+              "name: selects hyperfine results and gbench rows, state: nvbench states");
+        ok = false;
+        continue;
+      }
+      auto f = scalar(it->second.second, fmt::format("metrics.{}.{}", m.name, k));
+      if (!f) {
+        ok = false;
+        continue;
+      }
+      try {
+        std::regex re(*f, std::regex::ECMAScript);
+        m.filter = *f;
+      } catch (const std::regex_error& e) {
+        error(at(it->second.second.Mark()), fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()));
+        ok = false;
+      }
+    }
+    if (m.source == Source::gbench && !keys.count("name")) {
+      error(at(v.Mark()), fmt::format("metric '{}' needs 'name', a regex selecting the benchmark rows", m.name),
+            "e.g. {gbench: real_time, name: '^BM_decode/64$'}");
+      ok = false;
+    }
+
+    if (auto it = keys.find("file"); it != keys.end()) {
+      auto f = scalar(it->second.second, fmt::format("metrics.{}.file", m.name));
+      if (f && util::trim(*f).empty()) {
+        error(at(it->second.second.Mark()), fmt::format("metric '{}' has an empty file path", m.name));
+        ok = false;
+      } else if (f) {
+        m.file = *f;
+      } else {
+        ok = false;
+      }
+    }
+    if (auto it = keys.find("scale"); it != keys.end()) {
+      const auto& n = it->second.second;
+      auto x = number(n, fmt::format("metrics.{}.scale", m.name));
+      if (x && !(std::isfinite(*x) && *x != 0)) {
+        error(at(n.Mark()), fmt::format("metric '{}': scale must be a finite non-zero number, not {}", m.name, n.Scalar()),
+              "e.g. scale: 1e6 turns seconds into microseconds");
+        ok = false;
+      } else if (x) {
+        m.scale = *x;
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
   }
 
   std::vector<std::string> metric_names(const Plan& plan) const {

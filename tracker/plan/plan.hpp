@@ -27,13 +27,17 @@ struct Cell {
 };
 
 enum class Better { none, lower, higher };
-enum class Source { json, regex };
+// The format a metric is read in: `json:`, `regex:`, or a benchmark tool's JSON output.
+enum class Source { json, regex, hyperfine, gbench, nvbench };
 
-// How a metric is read from a command's stdout.
+// How a metric is read from a command's stdout, or from a file the command wrote.
 struct Metric {
   std::string name;
   Source source = Source::json;
-  std::string selector;  // dotted JSON path, or the regex (group 1 is the sample)
+  std::string selector;  // dotted JSON path, regex (group 1 is the sample), hyperfine/gbench field or nvbench tag
+  std::string filter;    // `name:` (hyperfine, gbench) or `state:` (nvbench) regex; empty: every entry
+  std::string file;      // `file:` path, relative to the command's working directory, with {axis}; empty: stdout
+  double scale = 1;      // every sample is multiplied by it
   Better better = Better::none;
   std::string unit;
   Location where;
@@ -117,6 +121,17 @@ bool matches(const Plan& plan, const Cell& cell, const Assignment& a);
 std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote);
 
 std::string_view to_string(Op op);
+// The plan key of a metric format: "json", "regex", "hyperfine", "gbench", "nvbench".
+inline std::string_view to_string(Source s) {
+  switch (s) {
+    case Source::json: return "json";
+    case Source::regex: return "regex";
+    case Source::hyperfine: return "hyperfine";
+    case Source::gbench: return "gbench";
+    case Source::nvbench: return "nvbench";
+  }
+  return "json";
+}
 std::string_view to_string(Better b);
 // Whether `value OP threshold` holds.
 bool holds(Op op, double value, double threshold);

@@ -11,7 +11,7 @@
 namespace abtrack::record {
 namespace {
 
-constexpr std::string_view kMagic = "abtrack-record-cache 1\n";
+constexpr std::string_view kMagic = "abtrack-record-cache 2\n";
 
 class Writer {
  public:
@@ -69,6 +69,7 @@ std::string encode_frame(const std::string& oid, const Record& r) {
   w.str(oid);
   w.str(r.experiment);
   w.pod<std::int32_t>(r.run);
+  w.str(r.data.id);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.cell.size()));
   for (const auto& [k, v] : r.cell) {
     w.str(k);
@@ -108,6 +109,7 @@ std::pair<std::string, Record> decode_frame(std::string_view payload) {
   Record r;
   r.experiment = in.str();
   r.run = in.pod<std::int32_t>();
+  r.data.id = in.str();
   for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
     std::string k = in.str();
     r.cell.emplace_back(std::move(k), in.str());

@@ -161,8 +161,11 @@ std::string to_json(const Record& r) {
     ojson entry = ojson::object();
     for (const auto& m : r.metric_specs) {
       if (m.name != name) continue;
-      entry["source"] = m.source == plan::Source::json ? "json" : "regex";
+      entry["source"] = plan::to_string(m.source);
       entry["selector"] = m.selector;
+      if (!m.filter.empty()) entry[m.source == plan::Source::nvbench ? "state" : "name"] = m.filter;
+      entry["file"] = m.file.empty() ? ojson(nullptr) : ojson(m.file);
+      entry["scale"] = num(m.scale);
       if (!m.unit.empty()) entry["unit"] = m.unit;
       if (m.better != plan::Better::none) entry["better"] = plan::to_string(m.better);
     }
@@ -185,6 +188,7 @@ std::string to_json(const Record& r) {
   ojson j{{"schema", kSchema},
           {"experiment", r.experiment},
           {"run", r.run},
+          {"measurement", r.data.id},
           {"cell", cell},
           {"command", r.data.command},
           {"source", r.data.source},
@@ -221,6 +225,7 @@ Record parse_record(std::string_view text, const std::string& name) {
     r.run = j.at("run").get<int>();
     for (const auto& [k, v] : j.at("cell").items())
       r.cell.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    r.data.id = j.value("measurement", "");
     r.data.command = j.value("command", "");
     r.data.source = j.value("source", "command");
     r.data.started = j.value("started", "");
@@ -255,6 +260,16 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (code.contains("commit") && code["commit"].is_string()) r.code.commit = code["commit"];
     r.code.dirty = code.value("dirty", false);
     if (code.contains("snapshot") && code["snapshot"].is_string()) r.code.snapshot = code["snapshot"];
+    if (j.contains("env") && j["env"].is_object()) {
+      const auto& e = j["env"];
+      r.env.host = e.value("host", "");
+      r.env.os = e.value("os", "");
+      r.env.cpu = e.value("cpu", "");
+      r.env.cpus = e.value("cpus", 0u);
+      r.env.gpus = e.value("gpus", std::vector<std::string>{});
+      r.env.driver = e.value("driver", "");
+      r.env.cuda = e.value("cuda", "");
+    }
     r.plan_sha256 = j.value("plan_sha256", "");
     r.abtrack_version = j.value("abtrack_version", "");
     if (j.contains("comparison") && j["comparison"].is_object()) {

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <ctime>
+#include <random>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -79,6 +82,11 @@ std::string_view to_string(Outcome o) {
   return "invalid";
 }
 
+std::string new_measurement_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32)};
+  return fmt::format("{:016x}{:016x}", rng(), rng());
+}
+
 std::string utc_now() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -101,6 +109,7 @@ SetupResult run_setup(const plan::Plan& plan, Executor& executor) {
 Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor, const SetupResult* setup,
              const ProgressFn& progress) {
   Run run;
+  run.id = new_measurement_id();
   run.cell = cell;
   run.command = plan::substitute(plan, cell, plan.command, true);
   run.started = utc_now();
@@ -117,6 +126,8 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
   for (int i = 0; i < plan.repeats; ++i) {
     if (progress) progress(i, plan.repeats);
     util::throw_if_interrupted();
+    const metrics::MetricFiles files{plan.command_dir(), &plan, &cell};
+    auto stamps = metrics::stamp_files(plan.metrics, files);
     auto r = executor.execute(spec_for(plan, &cell, run.command));
     if (r.interrupted) util::throw_if_interrupted();
     run.invocations.push_back(to_invocation(run.command, r));
@@ -125,7 +136,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
       run.reason = why;
       break;
     }
-    for (auto& [name, e] : metrics::extract_all(plan.metrics, r.out)) {
+    for (auto& [name, e] : metrics::extract_all(plan.metrics, r.out, &files, &stamps)) {
       if (!e.ok()) {
         std::string why = e.error;
         if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
@@ -146,6 +157,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
 Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::optional<std::string>& output,
                     const std::map<std::string, std::vector<double>>& values, std::string source) {
   Run run;
+  run.id = new_measurement_id();
   run.cell = cell;
   run.command = plan::substitute(plan, cell, plan.command, true);
   run.source = std::move(source);

@@ -52,6 +52,7 @@ struct Schedule {
 // One run of one cell: everything the record and the commit need, except the run number,
 // the comparison and the code identity, which are fixed when it is committed.
 struct Run {
+  std::string id;       // a random 128-bit measurement id: a journaled run is committed once
   plan::Cell cell;
   std::string command;  // after substitution
   std::string source = "command";  // "command", "record-file" or "metric-option"
@@ -88,6 +89,9 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
 // explicit samples per metric (which take precedence). Missing metrics make it invalid.
 Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::optional<std::string>& output,
                     const std::map<std::string, std::vector<double>>& values, std::string source);
+
+// A fresh random measurement id (32 hex digits).
+std::string new_measurement_id();
 
 // "2026-11-30T12:34:56Z" for now.
 std::string utc_now();

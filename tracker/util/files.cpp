@@ -25,7 +25,7 @@ std::string read_file(const fs::path& path) {
   return data;
 }
 
-void write_file_atomic(const fs::path& path, std::string_view content) {
+void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -51,7 +51,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
   }
   // The umask may have narrowed the mode of a new file; an existing file keeps its own.
   ::fchmod(fd, mode);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((durability == Durability::durable && ::fsync(fd) != 0) || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));

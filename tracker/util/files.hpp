@@ -9,10 +9,16 @@ namespace abtrack::util {
 // Reads a whole file. Throws Error(environment) naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
-// Writes `content` to `path` atomically: a temp file in the same folder, fsync, rename.
-// A reader sees the old or the new content, never a half-written file. Creates missing
-// parent folders. Keeps the mode of an existing file. Throws Error(environment).
-void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+enum class Durability {
+  durable,   // fsync before the rename: the content survives a power cut (journals)
+  ordinary,  // no fsync: for copies of what git already holds (the work-tree document)
+};
+
+// Writes `content` to `path` atomically: a temp file in the same folder, rename. A reader
+// sees the old or the new content, never a half-written file. Creates missing parent
+// folders. Keeps the mode of an existing file. Throws Error(environment).
+void write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                       Durability durability = Durability::durable);
 
 // SHA-256 of `data` as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view data);

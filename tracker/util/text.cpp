@@ -119,10 +119,9 @@ std::string format_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == 0) return "0";
   double a = std::fabs(v);
-  if (a >= 1e-3 && a < 1e6) {
-    std::string s = fmt::format("{:.4g}", v);
-    if (s.find('e') == std::string::npos) return s;
-  }
+  // Up to 4 significant digits, whole numbers from 1000 up (11120, not 1.112e+04).
+  if (a >= 1000 && a < 1e9) return fmt::format("{:.0f}", v);
+  if (a >= 1e-3) return fmt::format("{:.4g}", v);
   return fmt::format("{:.3g}", v);
 }
 

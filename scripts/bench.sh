@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Bookkeeping benchmarks (issue: "per-step overhead below the git CLI's own commit"), measured
+# side by side with hyperfine on the same repository. Results go to docs/PERFORMANCE.md by hand.
+#
+#   scripts/bench.sh [build-dir]        (default build/; needs hyperfine, git, python3)
+#
+# 1. `abtrack step` on a trivial command vs. a shell script doing the same bookkeeping with the
+#    git CLI (write a record and a document line, git add both, git commit), at 10 and 1000 runs.
+# 2. status, log, render, verify at 1000 and 10,000 runs.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build}" && pwd)
+abtrack="$build/abtrack"
+[ -x "$abtrack" ] || { echo "bench: build abtrack first ($abtrack)" >&2; exit 2; }
+command -v hyperfine >/dev/null || { echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out="$work/results"
+mkdir -p "$out"
+
+history() {  # history DIR N: an experiment with N runs, its document rendered and committed
+  python3 "$here/bench/make_history.py" "$1" "$2"
+  (cd "$1" && "$abtrack" -q render && git add -A && git commit -qm "render" && "$abtrack" -q status >/dev/null)
+}
+
+# The git CLI doing what one step does: a record, a document line, add, commit.
+cat >"$work/git-step.sh" <<'SH'
+#!/bin/sh
+set -e
+n=$(ls runs/bench | wc -l)
+n=$((n + 1))
+f=$(printf 'runs/bench/%04d.json' "$n")
+printf '{"schema": 1, "run": %d, "metrics": {"t": {"samples": [1, 2, 3]}}}\n' "$n" >"$f"
+printf '| %d | variant=a batch=1 | pass |\n' "$n" >>BENCH_AB.md
+git add "$f" BENCH_AB.md
+git commit -q -m "run $n" -m "Abtrack-Run: $n"
+SH
+chmod +x "$work/git-step.sh"
+
+for n in 10 1000; do
+  history "$work/h$n" "$n"
+  (cd "$work/h$n" && hyperfine -N --warmup 3 --runs 30 --export-json "$out/step-$n.json" \
+     -n "abtrack step ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
+     -n "git CLI script ($n runs)" "$work/git-step.sh")
+done
+for n in 1000 10000; do
+  [ -d "$work/h$n" ] || history "$work/h$n" "$n"
+  (cd "$work/h$n" && git checkout -q -- . && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
+     -n "status ($n)" "$abtrack -q status" -n "log ($n)" "$abtrack -q log" \
+     -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify")
+done
+
+python3 - "$out" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def medians(name):
+    return {r["command"]: r["median"] for r in json.load(open(os.path.join(d, name)))["results"]}
+print("\n| measurement | median | ratio |\n| --- | ---: | ---: |")
+step = {}
+for n in (10, 1000):
+    m = medians(f"step-{n}.json")
+    a, g = m[f"abtrack step ({n} runs)"], m[f"git CLI script ({n} runs)"]
+    step[n] = a
+    print(f"| abtrack step, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
+print(f"| abtrack step, 1000 vs 10 runs | | {step[1000]/step[10]:.2f}x |")
+for n in (1000, 10000):
+    for cmd, t in medians(f"read-{n}.json").items():
+        print(f"| {cmd} | {t*1e3:.1f} ms | |")
+PY
