@@ -27,12 +27,15 @@ history() {  # history DIR N: an experiment with N runs, its document rendered a
 cat >"$work/git-step.sh" <<'SH'
 #!/bin/sh
 set -e
-n=$(ls runs/bench | wc -l)
+# Its own folder and document, so abtrack's records stay abtrack's (same sizes, same work).
+mkdir -p runs/gitcli
+n=$(ls runs/bench runs/gitcli | wc -l)
 n=$((n + 1))
-f=$(printf 'runs/bench/%04d.json' "$n")
+f=$(printf 'runs/gitcli/%04d.json' "$n")
 printf '{"schema": 1, "run": %d, "metrics": {"t": {"samples": [1, 2, 3]}}}\n' "$n" >"$f"
-printf '| %d | variant=a batch=1 | pass |\n' "$n" >>BENCH_AB.md
-git add "$f" BENCH_AB.md
+[ -f GITCLI.md ] || cp BENCH_AB.md GITCLI.md
+printf '| %d | variant=a batch=1 | pass |\n' "$n" >>GITCLI.md
+git add "$f" GITCLI.md
 git commit -q -m "run $n" -m "Abtrack-Run: $n"
 SH
 chmod +x "$work/git-step.sh"
@@ -45,7 +48,7 @@ for n in 10 1000; do
 done
 for n in 1000 10000; do
   [ -d "$work/h$n" ] || history "$work/h$n" "$n"
-  (cd "$work/h$n" && git checkout -q -- . && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
+  (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
      -n "status ($n)" "$abtrack -q status" -n "log ($n)" "$abtrack -q log" \
      -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify")
 done

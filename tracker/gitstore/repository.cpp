@@ -537,7 +537,8 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     Index index;
     check_git(git_repository_index(index.out(), m_repo), "opening the index");
     for (int attempt = 1;; ++attempt) {
-      int rc = git_index_read(index.get(), 1);
+      // force=0: re-read only if the file changed on disk (the status walk just loaded it).
+      int rc = git_index_read(index.get(), 0);
       for (std::size_t i = 0; rc == 0 && i < synced.size(); ++i) rc = git_index_add_bypath(index.get(), synced[i].c_str());
       if (rc == 0) rc = git_index_write(index.get());
       if (rc == 0) break;
