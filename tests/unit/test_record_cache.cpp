@@ -1,0 +1,81 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "record/cache.hpp"
+
+using namespace abtrack;
+namespace fs = std::filesystem;
+
+namespace {
+record::Record sample_record(int run) {
+  record::Record r;
+  r.experiment = "occ";
+  r.run = run;
+  r.cell = {{"warps", "8"}, {"batch", "64"}};
+  r.data.id = "0123456789abcdef0123456789abcdef";
+  r.data.outcome = runner::Outcome::fail;
+  r.data.reason = "gate 'x' does not hold";
+  r.data.samples["t"] = {1.5, 2.25, -0.0};
+  gates::GateResult g;
+  g.expression = "t <= 2";
+  g.metric = "t";
+  g.evaluated = true;
+  g.holds = false;
+  g.worst = 2.25;
+  g.violations = 1;
+  r.data.gates.push_back(g);
+  r.code.commit = std::string(40, 'a');
+  r.code.dirty = true;
+  r.code.snapshot = std::string(40, 'b');
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a cache frame keeps everything the document and status read") {
+  auto frame = record::encode_frame("oid1", sample_record(7));
+  auto [oid, back] = record::decode_frame(std::string_view(frame).substr(8));
+  CHECK(oid == "oid1");
+  CHECK(back.run == 7);
+  CHECK(back.cell == sample_record(7).cell);
+  CHECK(back.data.id == sample_record(7).data.id);
+  CHECK(back.data.outcome == runner::Outcome::fail);
+  CHECK(back.data.reason == "gate 'x' does not hold");
+  CHECK(back.data.samples["t"] == std::vector<double>{1.5, 2.25, -0.0});
+  REQUIRE(back.data.gates.size() == 1);
+  CHECK(*back.data.gates[0].worst == 2.25);
+  CHECK(back.code.trailer() == sample_record(7).code.trailer());
+  CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
+}
+
+TEST_CASE("the cache file survives a torn tail and a foreign file") {
+  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache";
+  fs::remove_all(dir);
+  fs::path file = dir / "occ.records";
+  {
+    record::RecordCache c(file);
+    c.insert("oid1", sample_record(1));
+    c.insert("oid2", sample_record(2));
+    c.save();
+  }
+  auto size = fs::file_size(file);
+  {
+    std::ofstream out(file, std::ios::app | std::ios::binary);
+    out << "\x20\x00\x00\x00garbage";  // a frame cut short by a kill
+  }
+  {
+    record::RecordCache c(file);
+    REQUIRE(c.find("oid1"));
+    CHECK(c.find("oid2")->run == 2);
+    CHECK_FALSE(c.find("oid3"));
+  }
+  CHECK(fs::file_size(file) == size);  // the torn tail was cut off
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << "not a cache";
+  }
+  record::RecordCache foreign(file);
+  CHECK_FALSE(foreign.find("oid1"));
+  fs::remove_all(dir);
+}
