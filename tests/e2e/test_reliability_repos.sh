@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The user's repository (issue 5): a linked worktree (the step commits on the worktree's
+# branch, the main checkout is untouched, the journal and commit lock are shared in the common
+# git dir); a repository owned by another user (exit 3 naming the path and the safe.directory
+# fix); extensions.worktreeConfig (exit 3, clear message); a split index (exit 3, clear
+# message and the command that undoes it). Nothing is written in the refused cases.
+source "$(dirname "$0")/lib.sh"
+
+write_plan() {
+  cat >abtrack.yaml <<'EOF'
+experiment: repos
+doc: AB.md
+axes:
+  n: [1, 2, 3]
+command: echo '{"t":[{n}]}'
+metrics:
+  t: {json: t}
+EOF
+}
+
+step "linked worktree"
+new_repo main
+write_plan
+expect_rc 0 ab init
+MAIN_TIP=$(git rev-parse main)
+git worktree add -q "$WORK/wt" -b exp || die "git worktree add"
+cd "$WORK/wt" || die "cd"
+expect_rc 0 ab step
+expect_eq "$(git rev-parse main)" "$MAIN_TIP" "the main branch did not move"
+expect_eq "$(git rev-list --count main..exp)" 1 "the run is committed on the worktree's branch"
+expect_eq "$(git symbolic-ref HEAD)" refs/heads/exp "the worktree is still on its branch"
+expect_true "the record is in the worktree" test -f runs/repos/0001.json
+expect_false "the main checkout did not get the record" test -e "$REPO/runs/repos/0001.json"
+expect_clean "the worktree is clean after the step"
+(cd "$REPO" && git status --porcelain --untracked-files=all) >"$WORK/main.status"
+expect_eq "$(cat "$WORK/main.status")" "" "the main checkout is clean and untouched"
+expect_true "abtrack state is in the common git dir" test -d "$REPO/.git/abtrack"
+expect_false "no abtrack state inside the worktree's own git dir" test -e "$REPO/.git/worktrees/wt/abtrack"
+expect_eq "$(find "$REPO/.git/abtrack/journal" -type f 2>/dev/null | tr '\n' ' ')" "" "journal empty"
+# Both checkouts step concurrently: one commit lock, each on its own branch.
+( cd "$REPO" && for _ in 1 2 3; do "$ABTRACK" -q step --cell n=1 </dev/null >/dev/null 2>>"$WORK/wt.err" || exit 1; done ) & p1=$!
+( for _ in 1 2 3; do "$ABTRACK" -q step --cell n=2 </dev/null >/dev/null 2>>"$WORK/wt.err" || exit 1; done ) & p2=$!
+wait $p1; r1=$?; wait $p2; r2=$?
+expect_eq "$r1 $r2" "0 0" "concurrent steps in both checkouts succeed ($(head -3 "$WORK/wt.err" | tr '\n' ' '))"
+expect_eq "$(git rev-list --count "$MAIN_TIP"..main)" 3 "3 runs on main"
+expect_eq "$(git rev-list --count "$MAIN_TIP"..exp)" 4 "4 runs on exp"
+expect_clean "worktree clean"
+(cd "$REPO" && git status --porcelain --untracked-files=all) >"$WORK/main.status"
+expect_eq "$(cat "$WORK/main.status")" "" "main checkout clean"
+expect_rc 0 ab verify
+(cd "$REPO" && "$ABTRACK" verify) >/dev/null 2>&1
+expect_eq "$?" 0 "verify in the main checkout"
+expect_fsck
+
+# refused CODE PATTERN...: step and run exit 3 with stderr matching every PATTERN; nothing written.
+refused() {
+  local head0 objs0; head0=$(git rev-parse HEAD); objs0=$(find .git/objects -type f | wc -l)
+  local cmd pat
+  for cmd in step run; do
+    expect_rc 3 ab "$cmd"
+    for pat in "$@"; do expect_match "$ERR" "$pat"; done
+    expect_match "$ERR" '^abtrack: error: [a-z]' "the error is in the documented format"
+    expect_eq "$(git rev-parse HEAD)" "$head0" "$cmd: no commit"
+    expect_eq "$(find .git/objects -type f | wc -l)" "$objs0" "$cmd: no object written"
+    expect_false "$cmd: no record" test -e runs
+  done
+}
+
+step "a repository owned by another user"
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+  new_repo owned
+  write_plan
+  expect_rc 0 ab init
+  chown -R nobody "$REPO"
+  refused "owned by another user" "$REPO" "safe.directory $REPO"
+  expect_contains "$ERR" "git config --global --add safe.directory $REPO" "the hint is the exact command"
+  git config --global --add safe.directory "$REPO"
+  expect_rc 0 ab step
+  chown -R "$(id -u)" "$REPO"
+else
+  echo "    (not root: cannot make a repository owned by another user; skipped)"
+fi
+
+step "extensions.worktreeConfig"
+new_repo wtconfig
+write_plan
+expect_rc 0 ab init
+git config core.repositoryformatversion 1
+git config extensions.worktreeConfig true
+refused "extension" "worktreeconfig" "libgit2"
+git config --unset extensions.worktreeConfig
+git config core.repositoryformatversion 0
+expect_rc 0 ab step
+
+step "a split index"
+new_repo split
+write_plan
+expect_rc 0 ab init
+git update-index --split-index
+refused "split" "index" "no-split-index"
+git update-index --no-split-index
+expect_rc 0 ab step
+expect_clean
+
+done_testing
