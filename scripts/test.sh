@@ -6,6 +6,42 @@ cd "$(dirname "$0")/.."
 . scripts/deps.sh
 abtrack_install_deps
 abtrack_build build
-cd build
 # CI=true makes the scipy oracle test fail (not skip) when scipy is missing.
-CI=${CI:-true} ctest --output-on-failure -j "$(nproc)" "$@"
+(cd build && CI=${CI:-true} ctest --output-on-failure -j "$(nproc)" "$@")
+
+# Reliability (docs/RELIABILITY.md). ABTRACK_CI_SANITIZE=0 / ABTRACK_CI_FUZZ=0 skip a part.
+# 1. The unit and e2e tests again, with abtrack built with AddressSanitizer + UBSan (build-asan/;
+#    the kernels' tests are left out: they test CUDA/CPU kernels, not abtrack).
+if [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ]; then
+  if [ ! -f build-asan/CMakeCache.txt ]; then
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABTRACK_SANITIZE=ON \
+      -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
+  fi
+  cmake --build build-asan -j "$(nproc)" --target abtrack abtrack_unit_tests || exit 3
+  (cd build-asan &&
+    ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ABTRACK_E2E_RSS_LIMIT_MB=600 CI=${CI:-true} \
+    ctest --output-on-failure -j "$(nproc)" -E '^kernels\.' "$@")
+fi
+# 2. libFuzzer targets (clang-14, build-fuzz/), each for ABTRACK_FUZZ_SECONDS (default 20) on a
+#    scratch copy of its seed corpus; a crash, leak, sanitizer report or timeout fails CI.
+if [ "${ABTRACK_CI_FUZZ:-1}" != 0 ]; then
+  if [ ! -f build-fuzz/CMakeCache.txt ]; then
+    cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DABTRACK_ENABLE_FUZZ=ON -DABTRACK_ENABLE_TESTS=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
+  fi
+  cmake --build build-fuzz -j "$(nproc)" --target fuzz_plan fuzz_metrics fuzz_regions || exit 3
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  for t in plan metrics regions; do
+    mkdir -p "$scratch/$t"
+    build-fuzz/tests/fuzz/fuzz_$t -max_total_time="${ABTRACK_FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=1024 \
+      -print_final_stats=1 -artifact_prefix="$scratch/" "$scratch/$t" tests/fuzz/corpus/$t >"$scratch/$t.log" 2>&1 || {
+      tail -50 "$scratch/$t.log" >&2
+      echo "abtrack: fuzz_$t failed; the input is in $scratch (kept)" >&2
+      trap - EXIT
+      exit 1
+    }
+    echo "fuzz_$t: $(sed -n 's/^stat::number_of_executed_units: *//p' "$scratch/$t.log") executions in ${ABTRACK_FUZZ_SECONDS:-20} s, no crash"
+  done
+fi

@@ -21,7 +21,7 @@ experiment: hf
 doc: AB.md
 axes:
   d: ['0.01', '0.02']
-command: hyperfine --runs 5 --warmup 1 --export-json hf-{d}.json 'sleep '{d}
+command: hyperfine -N --runs 5 --warmup 1 --export-json hf-{d}.json 'sleep '{d}
 metrics:
   time_us: {hyperfine: times, file: 'hf-{d}.json', scale: 1e6, unit: us, better: lower}
   mean_s: {hyperfine: mean, name: '^sleep ', file: 'hf-{d}.json'}
@@ -36,7 +36,7 @@ expect_eq "$(val 1 'd["outcome"]')" pass "run 1 passes"
 expect_eq "$(val 1 'len(d["metrics"]["time_us"]["samples"])')" 5 "times: one sample per hyperfine run (--runs 5)"
 expect_eq "$(val 1 'len(d["metrics"]["mean_s"]["samples"])')" 1 "mean: one sample per result"
 expect_eq "$(val 1 'all(10000 <= s < 1000000 for s in d["metrics"]["time_us"]["samples"])')" true "sleep 0.01 takes >= 10000 us (scaled from seconds)"
-expect_eq "$(val 2 'all(20000 <= s < 1000000 for s in d["metrics"]["time_us"]["samples"])')" true "sleep 0.02 read from hf-0.02.json"
+expect_eq "$(val 2 'all(20000 <= s < 1000000 for s in d["metrics"]["time_us"]["samples"])')" true "sleep 0.02 read from hf-0.02.json (hyperfine -N: no shell start-up subtracted)"
 expect_eq "$(val 1 'abs(d["metrics"]["mean_s"]["samples"][0] * 1e6 - sum(json.load(open("hf-0.01.json"))["results"][0]["times"]) / 5 * 1e6) < 1')" true "mean_s is hyperfine's own mean"
 expect_eq "$(val 1 '[d["metrics"]["time_us"][k] for k in ("source", "selector", "file", "scale")]')" '["hyperfine", "times", "hf-{d}.json", 1000000.0]' "the record names format, field, file and scale"
 expect_eq "$(val 1 'd["metrics"]["mean_s"]["name"]')" '^sleep ' "the record keeps the name regex"

@@ -27,7 +27,7 @@ const std::vector<Command>& commands() {
        "Refuses (exit 3) before running when the document or a record has uncommitted changes.\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run [--rounds R] [--seed S] [--all]", "step through every pending cell, one commit each",
+      {"run", "run [--rounds R] [--seed S] [--all] [--jobs N] [--detach]", "step through every pending cell, one commit each",
        "Runs the setup once, then every cell without a run, in plan order, committing each run as soon as\n"
        "it is measured. Interrupting it (Ctrl-C) stops the running command's process group; committed\n"
        "runs stay, the interrupted cell stays pending, and the exit code is 130.\n"
@@ -35,6 +35,11 @@ const std::vector<Command>& commands() {
        "               hit every arm alike; the seed and round are recorded in each record\n"
        "  --seed S     the shuffle's seed (default: random, printed and recorded)\n"
        "  --all        every cell of the plan, not only the pending ones\n"
+       "  --jobs N     run up to N cells at once (default: the plan's jobs:, or one per GPU in gpus:); each\n"
+       "               running cell gets its own GPU from gpus: through CUDA_VISIBLE_DEVICES; commits stay\n"
+       "               one at a time, in plan order\n"
+       "  --detach     with executor: slurm, return after submitting the job array (prints the job id);\n"
+       "               `abtrack collect` commits the results later\n"
        "A cell's runs on the same code pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
@@ -62,6 +67,31 @@ const std::vector<Command>& commands() {
        "--samples the files hold one number per line. --json prints median_a, median_b, ci_a, ci_b,\n"
        "p_value, delta_pct, delta_ci_pct, verdict, n_a, n_b.",
        cmd_compare},
+      {"collect", "collect [--wait]", "commit the runs of finished Slurm tasks",
+       "Reads the result files of the experiment's outstanding Slurm job arrays (executor: slurm) and\n"
+       "commits each finished task's run once: metrics and gates are read here, as for a local run.\n"
+       "Cancelled, failed and timed-out tasks become invalid runs with the reason. Safe to run twice at\n"
+       "once. Without --wait it returns at once, saying how many tasks are still pending or running.\n"
+       "  --wait   poll (squeue) until every task has ended and is committed\n"
+       "Exit 0 when every committed run passes, 1 when any failed or was invalid.",
+       cmd_collect},
+      {"cancel", "cancel", "scancel the experiment's outstanding Slurm job arrays",
+       "Cancels (scancel) every job array of the experiment that still has uncommitted tasks, then\n"
+       "commits the cancelled tasks as invalid runs (\"slurm task J_I was cancelled\") once Slurm has\n"
+       "ended them; finished tasks are committed with their results.",
+       cmd_cancel},
+      {"__task", "__task DIR INDEX", "(internal) run one Slurm task on its node",
+       "Run by the job script abtrack submits: runs task INDEX of DIR/manifest.json and writes\n"
+       "DIR/result-INDEX.json.",
+       cmd_task},
+      {"export", "export --format csv|md|json [--cells]", "the committed runs (or cells) as CSV, markdown or JSON",
+       "Prints the experiment's committed runs on stdout, one row per run (ascending): run, the cell's\n"
+       "values, outcome, each metric's median, for each compared metric (with a baseline) its change in\n"
+       "percent and verdict against the baseline cell, and the reason of a failed or invalid run.\n"
+       "  --format F   csv (RFC 4180), md (a markdown table) or json (an array of objects; null for empty)\n"
+       "  --cells      one row per cell of the plan instead: values, n, outcome (or pending), the pooled\n"
+       "               medians, change and verdict as the document shows them, and the pooled runs",
+       cmd_export},
       {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.", cmd_help},
   };
   return table;
@@ -83,7 +113,8 @@ int cmd_help(const Args& args) {
       "usage: abtrack [-p PLAN] [-q] COMMAND [ARGS]\n\n"
       "commands:\n",
       version());
-  for (const auto& c : commands()) fmt::print("  {:<9} {}\n", c.name, c.summary);
+  for (const auto& c : commands())
+    if (!c.name.starts_with("__")) fmt::print("  {:<9} {}\n", c.name, c.summary);
   fmt::print(
       "\noptions:\n"
       "  -p, --plan FILE  the plan (default: abtrack.yaml in the current directory)\n"

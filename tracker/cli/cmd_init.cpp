@@ -26,7 +26,8 @@ int cmd_init(const Args& args) {
   } else {
     base = ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
   }
-  std::string doc_text = rendered_document(base, ctx.plan, records);
+  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  std::string doc_text = rendered_document(base, ctx.plan, records, plot);
   if (doc_text != base || !fs::exists(doc_file, ec)) util::write_file_atomic(doc_file, doc_text);
 
   std::vector<std::pair<std::string, std::string>> files;

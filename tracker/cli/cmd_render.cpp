@@ -51,7 +51,8 @@ int cmd_render(const Args& args) {
     throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
   std::string text = util::read_file(file);
   auto records = head_records(ctx);
-  std::string fresh = rendered_document(text, ctx.plan, records);
+  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  std::string fresh = rendered_document(text, ctx.plan, records, plot);
   if (fresh == text) {
     info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
     return 0;
@@ -72,7 +73,8 @@ int cmd_verify(const Args& args) {
   auto records = head_records(ctx);
   std::vector<std::string> problems;
   auto have = doc::region_contents(text, ctx.plan.doc);
-  auto want = doc::render_regions(ctx.plan, records);
+  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  auto want = doc::render_regions(ctx.plan, records, doc::RenderOptions{plot});
   std::string diffs;
   for (const auto& [name, content] : have) {
     if (want[name] == content) continue;

@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/commit_run.hpp"
+#include "cli/progress.hpp"
+#include "cli/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/run.hpp"
 #include "util/files.hpp"
@@ -70,13 +72,12 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
     setup = runner::run_setup(ctx.plan, executor);
     if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
   }
+  Progress bar(g, cells.size());
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
     auto code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
-    info(g, fmt::format("[{}/{}] {}", i + 1, cells.size(), ctx.plan.label(cell)));
-    auto progress = [&](int r, int n) {
-      if (n > 1) info(g, fmt::format("[{}/{}] {}: invocation {}/{}", i + 1, cells.size(), ctx.plan.label(cell), r + 1, n));
-    };
+    bar.start_cell(i, ctx.plan.label(cell));
+    auto progress = [&](int r, int n) { bar.invocation(r, n); };
     runner::Run run;
     try {
       run = runner::run_cell(ctx.plan, cell, executor, setup ? &*setup : nullptr, progress);
@@ -86,9 +87,9 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
       throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it, and it is still pending",
                                                  e.diagnostics().front().message, ctx.plan.label(cell)));
     }
+    bar.cell_measured();
     auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
-    fmt::print("{}\n", result_line(ctx.plan, rec));
-    std::fflush(stdout);
+    bar.print_result(result_line(ctx.plan, rec), rec.data.outcome);
     if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
   }
 }
@@ -142,10 +143,18 @@ int cmd_step(const Args& args) {
 
 int cmd_run(const Args& args) {
   int rounds = 1;
-  bool all = false;
+  bool all = false, detach = false;
+  std::optional<int> jobs;
   std::optional<std::uint64_t> seed;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
-    if (auto v = take_value(args.rest, i, "--rounds")) {
+    if (auto vj = take_value(args.rest, i, "--jobs")) {
+      auto n = util::parse_double(*vj);
+      if (!n || *n < 1 || *n > 1024 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--jobs must be a whole number from 1 to 1024, not '{}'", *vj));
+      jobs = static_cast<int>(*n);
+    } else if (args.rest[i] == "--detach") {
+      detach = true;
+    } else if (auto v = take_value(args.rest, i, "--rounds")) {
       auto n = util::parse_double(*v);
       if (!n || *n < 1 || *n > 10000 || std::floor(*n) != *n)
         throw Error(Exit::usage, fmt::format("--rounds must be a whole number from 1 to 10000, not '{}'", *v));
@@ -157,11 +166,16 @@ int cmd_run(const Args& args) {
     } else if (args.rest[i] == "--all") {
       all = true;
     } else {
-      unknown_argument("run", args.rest[i], {"--rounds", "--seed", "--all"});
+      unknown_argument("run", args.rest[i], {"--rounds", "--seed", "--all", "--jobs", "--detach"});
     }
   }
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
+  const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
+  if (detach && !slurm) throw Error(Exit::usage, "--detach needs executor: slurm in the plan");
+  if (jobs && slurm) throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
+  if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
+    throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs, ctx.plan.gpus.size()));
   bool dirty = preflight(ctx);
   recover_journal(ctx);
   auto cells = all ? ctx.plan.cells() : pending_cells(ctx);
@@ -171,8 +185,13 @@ int cmd_run(const Args& args) {
   }
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
+  if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);  // rounds: one task per cell
   int exit_code = 0;
-  run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, exit_code);
+  int parallel = jobs.value_or(ctx.plan.jobs);
+  if (parallel > 1 || !ctx.plan.gpus.empty())
+    run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, exit_code);
+  else
+    run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, exit_code);
   return exit_code;
 }
 

@@ -28,5 +28,9 @@ int cmd_render(const Args& args);
 int cmd_verify(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_help(const Args& args);
+int cmd_export(const Args& args);
+int cmd_collect(const Args& args);
+int cmd_cancel(const Args& args);
+int cmd_task(const Args& args);  // `__task DIR INDEX`: one Slurm task, on the node (not listed)
 
 }  // namespace abtrack::cli

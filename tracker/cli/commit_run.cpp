@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/plot.hpp"
+#include "doc/plot.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
 #include "util/text.hpp"
@@ -38,13 +41,37 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
   return {};
 }
 
+// The plan's artifacts for a cell, hashed as they are now. A missing or unreadable file (or a
+// path an axis value leads outside the repository) is recorded without a hash.
+std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell) {
+  std::vector<record::Artifact> out;
+  for (const auto& tpl : ctx.plan.artifacts) {
+    record::Artifact a;
+    a.path = std::filesystem::path(plan::substitute(ctx.plan, cell, tpl, false)).lexically_normal().generic_string();
+    bool inside = !a.path.empty() && a.path != ".." && !a.path.starts_with("../") && !a.path.starts_with("/");
+    std::error_code ec;
+    auto file = ctx.repo.workdir() / a.path;
+    if (inside && std::filesystem::is_regular_file(file, ec)) {
+      try {
+        std::string bytes = util::read_file(file);
+        a.sha256 = util::sha256_hex(bytes);
+        a.bytes = bytes.size();
+      } catch (const Error&) {
+        a.sha256.clear();
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool preflight(const Context& ctx) {
   ctx.repo.check_identity();
   // A document that cannot be made must stop us before anything runs, not after.
   ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
-  auto scan = ctx.repo.settled_scan({ctx.plan.doc, ctx.plan.runs_dir() + "/"});
+  auto scan = ctx.repo.settled_scan({ctx.plan.doc, ctx.plan.runs_dir() + "/", doc::plot_path(ctx.plan)});
   util::trace("preflight");
   const auto& changed = scan.watched;
   if (changed.empty()) return scan.other_changes;
@@ -78,7 +105,7 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
     try {
       code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
                                         code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit),
-                                        {ctx.plan.doc, ctx.plan.runs_dir() + "/"});
+                                        {ctx.plan.doc, ctx.plan.runs_dir() + "/", doc::plot_path(ctx.plan)});
     } catch (const Error& e) {
       warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
     }
@@ -139,6 +166,7 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
+  rec.artifacts = hash_artifacts(ctx, run.cell);
   return rec;
 }
 
@@ -170,7 +198,11 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     gitstore::Change change;
     change.message = commit_message(ctx.plan, rec);
     change.files.emplace_back(record::record_path(rec.experiment, rec.run), record::to_json(rec));
-    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records));
+    // The plot travels in the same commit; without gnuplot an earlier plot stays (and stays linked).
+    auto svg = render_plot(ctx.plan, records);
+    bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
+    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot));
+    if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     if (!rec.code.snapshot.empty())
       change.refs.emplace_back(fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run), rec.code.snapshot);
     committed = rec;
@@ -218,9 +250,11 @@ class JournalEntry {
     if (::fsync(m_fd) != 0 || ::rename(tmp.c_str(), file.c_str()) != 0)
       throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
   }
+  // Removed only once committed: when the commit throws (a stale lock, a full disk) the entry
+  // stays, unlocked, for the next invocation to commit.
   ~JournalEntry() {
     std::error_code ec;
-    std::filesystem::remove(m_file, ec);
+    if (std::uncaught_exceptions() == m_exceptions) std::filesystem::remove(m_file, ec);
     if (m_fd >= 0) ::close(m_fd);
   }
   JournalEntry(const JournalEntry&) = delete;
@@ -229,9 +263,14 @@ class JournalEntry {
  private:
   std::filesystem::path m_file;
   int m_fd = -1;
+  int m_exceptions = std::uncaught_exceptions();
 };
 
 }  // namespace
+
+std::shared_ptr<void> journal_run(Context& ctx, const record::Record& draft) {
+  return std::make_shared<JournalEntry>(journal_dir(ctx) / (draft.data.id + ".json"), record::to_json(draft));
+}
 
 record::Record journal_and_commit(Context& ctx, const record::Record& draft) {
   JournalEntry entry(journal_dir(ctx) / (draft.data.id + ".json"), record::to_json(draft));

@@ -29,6 +29,11 @@ record::Record commit_run(Context& ctx, const record::Record& draft);
 // invocation (recover_journal).
 record::Record journal_and_commit(Context& ctx, const record::Record& draft);
 
+// Journals the draft now (durably, locked while the handle lives) for a commit_run later: a
+// parallel `run` commits in schedule order while other cells still measure. Dropping the
+// handle removes the entry, so drop it only after commit_run.
+std::shared_ptr<void> journal_run(Context& ctx, const record::Record& draft);
+
 // Commits the runs an earlier, killed invocation measured but did not commit (each once:
 // a journal entry whose measurement is already in HEAD is only removed). Returns how many
 // were committed; their outcomes are printed like any run's.

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "doc/plot.hpp"
 #include "doc/regions.hpp"
 #include "doc/render.hpp"
 #include "doc/template.hpp"
@@ -61,8 +62,13 @@ std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
   return doc::render_template(tpl, ctx.plan, tpl_name);
 }
 
-std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records) {
-  return doc::splice(base, plan.doc, doc::render_regions(plan, records));
+std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records,
+                              bool plot) {
+  return doc::splice(base, plan.doc, doc::render_regions(plan, records, doc::RenderOptions{plot}));
+}
+
+bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {
+  return tree.read(doc::plot_path(plan)).has_value();
 }
 
 void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }

@@ -48,9 +48,13 @@ std::vector<record::Record> head_records(const Context& ctx);
 // plan when the tree has no doc yet.
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx);
 
-// The document with its regions re-rendered from `records`.
+// The document with its regions re-rendered from `records`; `plot`: link the plot committed
+// beside it (doc::plot_path) from the summary.
 std::string rendered_document(const std::string& base, const plan::Plan& plan,
-                              const std::vector<record::Record>& records);
+                              const std::vector<record::Record>& records, bool plot = false);
+
+// Whether `tree` holds the plan's plot (doc::plot_path), so the document links it.
+bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan);
 
 // Prints "abtrack: warning: ..." to stderr.
 void warn(const std::string& message);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "doc/plot.hpp"
 #include "record/compare.hpp"
 #include "stats/linear_fit.hpp"
 #include "stats/prediction.hpp"
@@ -79,13 +80,6 @@ std::string gates_text(const Record& r) {
   return fmt::format("✓ {}/{}", r.data.gates.size(), r.data.gates.size());
 }
 
-// A comparison of one cell's latest run with its baseline cell's latest run, per metric.
-struct CellComparison {
-  const CellRuns* cell = nullptr;
-  bool is_baseline = false;
-  std::string unavailable;  // why there is no comparison ("baseline pending", ...)
-  record::Comparison result;
-};
 
 // "| variant | fit | R² |" rows: metric = fixed + marginal * x per variant (the other axes).
 std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
@@ -119,8 +113,9 @@ std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cel
     std::string fit = "—", r2 = "—";
     try {
       auto f = stats::fit_linear(xs, ys);
-      fit = fmt::format("{}{} fixed {} {}{}/{}", util::format_number(f.fixed), unit, f.marginal < 0 ? "−" : "+",
-                        util::format_number(std::fabs(f.marginal)), unit, model.axis);
+      // "18.06 us fixed + 1.52 us/batch"; without a unit "1 fixed + 10 per x".
+      fit = fmt::format("{}{} fixed {} {}{}{}", util::format_number(f.fixed), unit, f.marginal < 0 ? "−" : "+",
+                        util::format_number(std::fabs(f.marginal)), unit.empty() ? " per " : unit + "/", model.axis);
       r2 = fmt::format("{:.3f}{}", f.r_squared, f.poor_fit ? " (poor fit)" : "");
     } catch (const Error&) {
       fit = "— (needs passing cells at 2 values of " + model.axis + ")";
@@ -132,9 +127,95 @@ std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cel
                      model.metric, model.axis, rows);
 }
 
+// Comparisons whose cell and baseline ran on different machines (host, GPU names, driver).
+std::string machine_warnings(const std::vector<CellComparison>& comps) {
+  std::vector<std::string> lines;
+  for (const auto& cc : comps) {
+    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.unavailable.empty()) continue;
+    std::vector<std::string> keys;
+    std::vector<std::string> descs;
+    auto add = [&](const std::vector<const Record*>& pool, const char* who) {
+      for (const auto* r : pool) {
+        std::string key = runner::machine_key(r->env);
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+        keys.push_back(key);
+        std::vector<std::string> gpus;
+        for (const auto& g : r->env.gpus) gpus.push_back(g.name);
+        descs.push_back(fmt::format("{} run {} on {} ({}{})", who, r->run, r->env.host.empty() ? "unknown host" : r->env.host,
+                                    gpus.empty() ? "no GPU" : fmt::format("{}", fmt::join(gpus, ", ")),
+                                    r->env.driver.empty() ? "" : ", driver " + r->env.driver));
+      }
+    };
+    add(cc.base->pool(), "baseline");
+    add(cc.cell->pool(), "cell");
+    if (keys.size() > 1)
+      lines.push_back(fmt::format("- ⚠ {} is compared with its baseline across different machines: {}",
+                                  cc.cell->latest()->label(), fmt::join(descs, "; ")));
+  }
+  if (lines.empty()) return {};
+  std::string out;
+  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
+  if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more comparisons across different machines\n", lines.size() - 10);
+  return out;
+}
+
+// Artifacts that are byte-identical between different variants: a no-op A/B (a config the
+// build or an autotuner ignored). Variants differ on the baseline's axes (every axis without one).
+std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
+  std::vector<std::size_t> variant_axes;
+  for (std::size_t a = 0; a < plan.axes.size(); ++a) {
+    bool named = !plan.baseline || std::any_of(plan.baseline->begin(), plan.baseline->end(),
+                                                [&](const auto& kv) { return kv.first == plan.axes[a].name; });
+    if (named) variant_axes.push_back(a);
+  }
+  struct Group {
+    std::vector<std::string> variants, paths;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;  // sha256 -> who produced it
+  for (const auto& c : cells) {
+    const Record* r = c.latest();
+    if (!r) continue;
+    std::vector<std::string> parts;
+    for (auto a : variant_axes) parts.push_back(plan.axes[a].name + "=" + c.cell.values[a]);
+    std::string variant = fmt::format("{}", fmt::join(parts, " "));
+    for (const auto& art : r->artifacts) {
+      if (art.sha256.empty()) continue;
+      if (!groups.count(art.sha256)) order.push_back(art.sha256);
+      auto& g = groups[art.sha256];
+      if (std::find(g.variants.begin(), g.variants.end(), variant) == g.variants.end()) g.variants.push_back(variant);
+      if (std::find(g.paths.begin(), g.paths.end(), art.path) == g.paths.end()) g.paths.push_back(art.path);
+    }
+  }
+  std::string out;
+  std::size_t shown = 0, more = 0;
+  for (const auto& sha : order) {
+    const auto& g = groups[sha];
+    if (g.variants.size() < 2) continue;
+    if (shown == 10) {
+      ++more;
+      continue;
+    }
+    ++shown;
+    auto list = [](const std::vector<std::string>& v) {
+      std::vector<std::string> head(v.begin(), v.begin() + std::min<std::size_t>(v.size(), 4));
+      std::string s = fmt::format("{}", fmt::join(head, ", "));
+      if (v.size() > 4) s += fmt::format(" and {} more", v.size() - 4);
+      return s;
+    };
+    out += escape_cell(fmt::format("- ⚠ identical artifacts: variants {} produced byte-identical {} (sha256 {}): the "
+                                   "variants may not differ (a no-op A/B?)",
+                                   list(g.variants), list(g.paths), sha.substr(0, 12))) +
+           "\n";
+  }
+  if (more) out += fmt::format("- ⚠ ... and {} more groups of identical artifacts\n", more);
+  return out;
+}
+
 }  // namespace
 
-std::string escape_cell(std::string_view text) {
+std::string escape_cell(std::string_view raw) {
+  const std::string text = util::utf8_tail(raw, raw.size());  // never invalid UTF-8 in the document
   std::string out;
   for (char c : text) {
     switch (c) {
@@ -151,11 +232,7 @@ std::string escape_cell(std::string_view text) {
   return out;
 }
 
-std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<Record>& records) {
-  auto cells = record::cells_with_runs(plan, records);
-  auto compared = record::compared_metrics(plan);
-  const plan::Metric& primary = primary_metric(plan);
-
+std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<CellRuns>& cells, std::size_t& with_p) {
   // Comparisons, then Holm across every p-value of the experiment.
   std::vector<CellComparison> comps(cells.size());
   std::vector<stats::Comparison*> family;
@@ -174,6 +251,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     }
     auto b = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
     const Record* base = b == cells.end() ? nullptr : b->latest();
+    if (base) cc.base = &*b;
     if (!latest) continue;
     if (cells[i].outcome() != Outcome::pass)
       cc.unavailable = cells[i].outcome() == Outcome::fail ? "no verdict: a gate failed" : "no verdict: invalid run";
@@ -186,11 +264,21 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   }
   std::vector<stats::Comparison> flat;
   for (auto* c : family) flat.push_back(*c);
-  std::size_t with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
   if (with_p > 1) {
     stats::adjust_family(flat);
     for (std::size_t i = 0; i < family.size(); ++i) *family[i] = flat[i];
   }
+  return comps;
+}
+
+std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<Record>& records,
+                                                  const RenderOptions& options) {
+  auto cells = record::cells_with_runs(plan, records);
+  auto compared = record::compared_metrics(plan);
+  const plan::Metric& primary = primary_metric(plan);
+  std::size_t with_p = 0;
+  auto comps = compare_cells(plan, cells, with_p);
 
   std::map<std::string, std::string> out;
 
@@ -292,6 +380,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   }
   std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending.\n", measured,
                               cells.size(), pass, fail, invalid, cells.size() - measured);
+  if (auto w = machine_warnings(comps) + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
   if (plan.prediction) {
     const auto& p = *plan.prediction;
     s += fmt::format("\n**Prediction:** `{}` {}", p.metric, pct(p.change_pct));
@@ -365,6 +454,14 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     }
   }
   if (plan.model) s += model_table(plan, cells);
+  if (options.plot) {
+    std::vector<std::string> names;
+    for (const auto& m : plan.metrics)
+      if (m.better != plan::Better::none) names.push_back(m.name);
+    std::string alt = fmt::format("{}: {} by {}", plan.experiment, fmt::join(names, ", "), plan.axes[plot_x_axis(plan)].name);
+    std::erase_if(alt, [](char c) { return c == '[' || c == ']' || c == '\\' || c == '\n' || c == '\r'; });
+    s += fmt::format("\n![{}]({})\n", escape_cell(alt), plot_link_target(plan));
+  }
   out["summary"] = s;
 
   // ---- runs

@@ -6,13 +6,35 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "record/compare.hpp"
 #include "record/record.hpp"
 
 namespace abtrack::doc {
 
+// What the regions show besides the records.
+struct RenderOptions {
+  bool plot = false;  // the plot (plot_path) is committed beside the document: link it from the summary
+};
+
 // The content of each region ("summary", "results", "runs"), each ending with '\n'.
 // `records` must be sorted by run number.
-std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<record::Record>& records);
+std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<record::Record>& records,
+                                                  const RenderOptions& options = {});
+
+// One cell's latest state against its baseline cell, as the results table shows it.
+struct CellComparison {
+  const record::CellRuns* cell = nullptr;
+  const record::CellRuns* base = nullptr;  // the baseline cell, when it has a run
+  bool is_baseline = false;
+  std::string unavailable;  // why there is no comparison ("baseline pending", ...)
+  record::Comparison result;
+};
+
+// Every cell compared with its baseline cell (pooled samples), p-values Holm-adjusted across
+// the experiment when there are several. `with_p` gets how many comparisons have a p-value.
+// `cells` must outlive the result.
+std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
+                                          std::size_t& with_p);
 
 // Escapes text for a markdown table cell: '|', '\', '<', '>', '&' and line breaks can never
 // break the table or open an HTML comment.

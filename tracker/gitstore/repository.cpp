@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -261,23 +263,58 @@ Repository Repository::discover(const fs::path& start) {
   ensure_init();
   git_repository* repo = nullptr;
   int rc = git_repository_open_ext(&repo, start.c_str(), 0, nullptr);
-  if (rc == GIT_ENOTFOUND)
+  // libgit2 1.5 reports a repository owned by another user as GIT_ENOTFOUND (or GIT_EOWNER)
+  // with "repository path '<path>' is not owned by current user": name that path and the fix.
+  std::string msg = rc < 0 ? last_git_message() : std::string();
+  if (rc == GIT_EOWNER || msg.find("not owned by current user") != std::string::npos) {
+    std::string path = start.string();
+    if (auto a = msg.find('\''), b = msg.find('\'', a + 1); a != std::string::npos && b != std::string::npos) path = msg.substr(a + 1, b - a - 1);
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    throw Error(Exit::environment, fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it", path),
+                fmt::format("if you trust it: git config --global --add safe.directory {}", path));
+  }
+  if (rc == GIT_ENOTFOUND) {
+    // libgit2 1.5 skips a repository owned by another user and then finds none: look for it.
+    std::error_code ec;
+    for (fs::path p = fs::absolute(start, ec);; p = p.parent_path()) {
+      struct stat st {};
+      if (::stat((p / ".git").c_str(), &st) == 0) {
+        if (st.st_uid != ::geteuid())
+          throw Error(Exit::environment,
+                      fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it", p.string()),
+                      fmt::format("if you trust it: git config --global --add safe.directory {}", p.string()));
+        break;
+      }
+      if (p == p.parent_path()) break;
+    }
     throw Error(Exit::environment, fmt::format("not in a git repository: {}", start.string()),
                 "run abtrack inside a git work tree (git init creates one)");
-  if (rc == GIT_EOWNER)
-    throw Error(Exit::environment, fmt::format("the repository at {} is owned by another user", start.string()),
-                "if you trust it: git config --global --add safe.directory <its path>");
+  }
   if (rc < 0) {
-    std::string msg = last_git_message();
     if (msg.find("extension") != std::string::npos)
       throw Error(Exit::environment, "the repository uses a git extension that abtrack (libgit2 1.5) does not support: " + msg,
-                  "abtrack cannot commit safely here; run it in a clone without that extension");
+                  msg.find("worktreeconfig") != std::string::npos
+                      ? "if nothing relies on per-worktree config: git config --unset extensions.worktreeConfig; otherwise run abtrack in a clone"
+                      : "abtrack cannot commit safely here; run it in a clone without that extension");
     throw Error(Exit::environment, "cannot open the git repository: " + msg);
   }
   if (git_repository_is_bare(repo)) {
     git_repository_free(repo);
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
+  // A split index (git update-index --split-index, core.splitIndex) has the mandatory 'link'
+  // extension, which libgit2 1.5 cannot read: say so now, not as a status error later.
+  git_index* index = nullptr;
+  if (git_repository_index(&index, repo) < 0) {
+    std::string why = last_git_message();
+    std::string where = (fs::path(git_repository_path(repo)) / "index").string();
+    git_repository_free(repo);
+    if (why.find("'link'") != std::string::npos)
+      throw Error(Exit::environment, fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read", where),
+                  "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
+    throw Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why));
+  }
+  git_index_free(index);
   return Repository(repo);
 }
 
@@ -325,6 +362,7 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
 
 Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched) const {
   FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  finish_interrupted_sync();
   git_status_options opts = GIT_STATUS_OPTIONS_INIT;
   opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
   opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
@@ -442,6 +480,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
   // abtrack processes take turns; the ref compare-and-swap below still guards against any
   // other writer (the user's git, another tool).
   FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  finish_interrupted_sync();
 
   constexpr int kMaxAttempts = 60;
   Committed result;
@@ -487,6 +526,9 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     // Compare-and-swap: move the ref only if it still points where we built on.
     std::string subject = change.message.substr(0, change.message.find('\n'));
     std::string reflog = "commit: " + subject;
+    std::string marker = hex(id) + "\n";
+    for (const auto& f : change.files) marker += f.first + "\n";
+    util::write_file_atomic(sync_marker(), marker, util::Durability::ordinary);
     Reference ref;
     int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
                      : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
@@ -516,39 +558,89 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
   }
 
   util::trace("ref moved");
+  sync_checkout(old_tree.get(), change.files, result.commit, result.kept_edits);
+  std::error_code ec;
+  fs::remove(sync_marker(), ec);
+  return result;
+}
+
+void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pair<std::string, std::string>>& files,
+                               const std::string& commit, std::vector<std::string>& kept_edits) const {
   // Make the index and work tree agree with the commit, for exactly these paths.
-  TreeView before(m_repo, old_tree.get(), std::nullopt);
+  TreeView before(m_repo, before_tree, std::nullopt);
   std::vector<std::string> synced;
-  for (const auto& [path, content] : change.files) {
+  for (const auto& [path, content] : files) {
     fs::path file = m_workdir / path;
     std::optional<std::string> current;
     std::error_code ec;
     if (fs::exists(file, ec)) current = util::read_file(file);
     auto previous = before.read(path);
     if (current && *current != content && current != previous) {
-      result.kept_edits.push_back(path);  // edited while we ran: the user's text wins in the work tree
+      kept_edits.push_back(path);  // edited while we ran: the user's text wins in the work tree
       continue;
     }
     // git holds the content (the commit is made); the work-tree copy needs no fsync.
     if (current != content) util::write_file_atomic(file, content, util::Durability::ordinary);
     synced.push_back(path);
   }
-  if (!synced.empty()) {
-    Index index;
-    check_git(git_repository_index(index.out(), m_repo), "opening the index");
-    for (int attempt = 1;; ++attempt) {
-      // force=0: re-read only if the file changed on disk (the status walk just loaded it).
-      int rc = git_index_read(index.get(), 0);
-      for (std::size_t i = 0; rc == 0 && i < synced.size(); ++i) rc = git_index_add_bypath(index.get(), synced[i].c_str());
-      if (rc == 0) rc = git_index_write(index.get());
-      if (rc == 0) break;
-      if (rc != GIT_ELOCKED || attempt >= 100)
-        check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
-                                  synced.front(), result.commit.substr(0, 12), synced.front()));
-      backoff(attempt);
-    }
+  if (synced.empty()) return;
+  Index index;
+  check_git(git_repository_index(index.out(), m_repo), "opening the index");
+  for (int attempt = 1;; ++attempt) {
+    int rc = git_index_read(index.get(), 1);
+    for (std::size_t i = 0; rc == 0 && i < synced.size(); ++i) rc = git_index_add_bypath(index.get(), synced[i].c_str());
+    if (rc == 0) rc = git_index_write(index.get());
+    if (rc == 0) break;
+    if (rc != GIT_ELOCKED || attempt >= 100)
+      check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
+                                synced.front(), commit.substr(0, 12), synced.front()));
+    backoff(attempt);
   }
-  return result;
+}
+
+// Per work tree (a linked worktree has its own index and checkout), unlike state_dir().
+fs::path Repository::sync_marker() const { return fs::path(git_repository_path(m_repo)) / "abtrack-sync-pending"; }
+
+void Repository::finish_interrupted_sync() const {
+  fs::path marker = sync_marker();
+  std::error_code ec;
+  if (!fs::exists(marker, ec)) return;
+  std::istringstream in(util::read_file(marker));
+  std::string id;
+  std::getline(in, id);
+  std::vector<std::string> paths;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) paths.push_back(line);
+  auto tip = read_tip(m_repo);
+  // Only when that commit is still HEAD: otherwise its ref move never happened, or HEAD has
+  // moved on and the checkout is the user's business.
+  git_oid oid;
+  if (tip.oid && git_oid_fromstr(&oid, id.c_str()) == 0 && git_oid_equal(&oid, &*tip.oid)) {
+    Commit c;
+    check_git(git_commit_lookup(c.out(), m_repo, &oid), "reading " + id);
+    Tree new_tree, old_tree;
+    check_git(git_commit_tree(new_tree.out(), c.get()), "reading the tree of " + id);
+    if (git_commit_parentcount(c.get()) > 0) {
+      Commit parent;
+      check_git(git_commit_parent(parent.out(), c.get(), 0), "reading the parent of " + id);
+      check_git(git_commit_tree(old_tree.out(), parent.get()), "reading the parent tree of " + id);
+    }
+    TreeView view(m_repo, new_tree.get(), std::nullopt);
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& p : paths) {
+      if (auto content = view.read(p)) files.emplace_back(p, std::move(*content));
+      // The killed process's temp files (write_file_atomic names them .<name>.abtrack-<hex>.tmp).
+      fs::path dir = (m_workdir / p).parent_path();
+      std::string prefix = "." + fs::path(p).filename().string() + ".abtrack-";
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        std::string name = e.path().filename().string();
+        if (name.starts_with(prefix) && name.ends_with(".tmp")) fs::remove(e.path(), ec);
+      }
+    }
+    std::vector<std::string> kept;  // the user's edits stay; preflight reports them
+    sync_checkout(old_tree.get(), files, id, kept);
+  }
+  fs::remove(marker, ec);
 }
 
 std::vector<HistoryEntry> Repository::history(const std::string& key) const {

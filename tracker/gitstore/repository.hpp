@@ -133,6 +133,16 @@ class Repository {
  private:
   explicit Repository(git_repository* repo);
   git_tree* head_tree() const;  // caller frees; nullptr when unborn
+  // Makes the index and work tree agree with a new commit for `files` (path, content), given
+  // the tree they agreed with before; a file that matches neither is the user's and is kept
+  // (appended to `kept_edits`).
+  void sync_checkout(git_tree* before, const std::vector<std::pair<std::string, std::string>>& files,
+                     const std::string& commit, std::vector<std::string>& kept_edits) const;
+  // A process killed between moving the ref and syncing the checkout leaves a marker naming
+  // the commit and its paths; the next commit or settled_scan (under the commit lock)
+  // finishes that sync, so the user never sees the run as staged-reverted.
+  std::filesystem::path sync_marker() const;
+  void finish_interrupted_sync() const;
   git_repository* m_repo = nullptr;
   std::filesystem::path m_workdir;
 };

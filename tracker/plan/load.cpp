@@ -19,7 +19,8 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
-    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model"};
+    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts",
+    "jobs",       "gpus",    "executor", "slurm"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
                                               "name", "state", "scale",  "better", "unit"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
@@ -153,6 +154,8 @@ class Loader {
     if (auto n = get("gates")) load_gates(*n, plan);
     if (auto n = get("prediction")) load_prediction(*n, plan);
     if (auto n = get("model")) load_model(*n, plan);
+    if (auto n = get("artifacts")) load_artifacts(*n, plan);
+    load_scale_out(get("jobs"), get("gpus"), get("executor"), get("slurm"), plan);
 
     if (m_errors.empty()) {
       if (plan.cells().empty()) error(mark("exclude"), "every cell of the sweep is excluded");
@@ -289,6 +292,110 @@ class Loader {
     return s;
   }
 
+  // `artifacts: [path, ...]`: repo-relative files whose SHA-256 each run records; {axis} allowed.
+  void load_artifacts(const YAML::Node& n, Plan& plan) {
+    if (!n.IsSequence()) {
+      error(at(n.Mark()), "artifacts must be a list of repository-relative paths, e.g. artifacts: ['build/k-{warps}.cubin']");
+      return;
+    }
+    for (const auto& e : n) {
+      auto s = scalar(e, "artifact");
+      if (!s) continue;
+      std::string path = repo_path(e, *s, "artifact", false);
+      if (path.empty()) continue;
+      if (std::find(plan.artifacts.begin(), plan.artifacts.end(), path) != plan.artifacts.end()) {
+        error(at(e.Mark()), fmt::format("artifact '{}' is listed twice", *s));
+        continue;
+      }
+      plan.artifacts.push_back(path);
+    }
+  }
+
+  // jobs, gpus, executor, slurm (docs/SCALING.md).
+  void load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, const YAML::Node* executor,
+                      const YAML::Node* slurm, Plan& plan) {
+    if (gpus) {
+      if (!gpus->IsSequence() || gpus->size() == 0) {
+        error(at(gpus->Mark()), "gpus must be a non-empty list of GPU ids, e.g. gpus: [0, 1]");
+      } else {
+        for (const auto& g : *gpus) {
+          auto s = scalar(g, "gpu id");
+          if (!s) continue;
+          if (s->empty() || s->find_first_of(", \t") != std::string::npos)
+            error(at(g.Mark()), fmt::format("gpu id '{}' must be one device (a number or a UUID)", *s));
+          else if (std::find(plan.gpus.begin(), plan.gpus.end(), *s) != plan.gpus.end())
+            error(at(g.Mark()), fmt::format("gpu id '{}' is listed twice", *s));
+          else plan.gpus.push_back(*s);
+        }
+      }
+      for (const auto& kv : plan.env)
+        if (kv.first == "CUDA_VISIBLE_DEVICES")
+          error(at(gpus->Mark()), "gpus and env: CUDA_VISIBLE_DEVICES both choose the GPU",
+                "gpus gives each running cell its own CUDA_VISIBLE_DEVICES; remove it from env");
+    }
+    if (jobs) {
+      if (auto v = number(*jobs, "jobs"); v && !(*v >= 1 && *v <= 1024 && std::floor(*v) == *v))
+        error(at(jobs->Mark()), fmt::format("jobs must be a whole number from 1 to 1024, not {}", jobs->Scalar()));
+      else if (v) plan.jobs = static_cast<int>(*v);
+      if (!plan.gpus.empty() && plan.jobs > static_cast<int>(plan.gpus.size()))
+        error(at(jobs->Mark()), fmt::format("jobs: {} but gpus lists {}; each running cell gets its own GPU", plan.jobs,
+                                            plan.gpus.size()));
+    } else if (!plan.gpus.empty()) {
+      plan.jobs = static_cast<int>(plan.gpus.size());
+    }
+    if (executor) {
+      auto s = scalar(*executor, "executor");
+      if (s == "local") plan.executor = ExecutorKind::local;
+      else if (s == "slurm") plan.executor = ExecutorKind::slurm;
+      else if (s)
+        error(at(executor->Mark()), fmt::format("executor must be local or slurm, not '{}'{}", *s,
+                                                util::suggestion_suffix(*s, {"local", "slurm"})));
+    }
+    if (slurm) {
+      if (!slurm->IsMap()) {
+        error(at(slurm->Mark()), "slurm must be a mapping, e.g. slurm: {partition: gpu, gres: 'gpu:1', time: 10}");
+      } else {
+        auto keys = mapping(*slurm, {"partition", "gres", "time", "max_parallel", "account", "extra", "dir"}, "slurm key");
+        auto text = [&](const char* k, std::string& dst) {
+          if (auto it = keys.find(k); it != keys.end())
+            dst = scalar(it->second.second, fmt::format("slurm {}", k)).value_or("");
+        };
+        text("partition", plan.slurm.partition);
+        text("gres", plan.slurm.gres);
+        text("time", plan.slurm.time);
+        text("account", plan.slurm.account);
+        text("dir", plan.slurm.dir);
+        if (auto it = keys.find("max_parallel"); it != keys.end()) {
+          const auto& n = it->second.second;
+          if (auto v = number(n, "slurm max_parallel"); v && !(*v >= 1 && *v <= 100000 && std::floor(*v) == *v))
+            error(at(n.Mark()), fmt::format("slurm max_parallel must be a whole number from 1 to 100000, not {}", n.Scalar()));
+          else if (v) plan.slurm.max_parallel = static_cast<int>(*v);
+        }
+        if (auto it = keys.find("extra"); it != keys.end()) {
+          const auto& n = it->second.second;
+          if (n.IsScalar()) {
+            plan.slurm.extra.push_back(n.Scalar());
+          } else if (n.IsSequence()) {
+            for (const auto& e : n)
+              if (auto s = scalar(e, "slurm extra argument")) plan.slurm.extra.push_back(*s);
+          } else {
+            error(at(n.Mark()), "slurm extra must be a list of sbatch arguments, e.g. extra: ['--qos=short']");
+          }
+        }
+      }
+    }
+    if (plan.executor == ExecutorKind::slurm) {
+      if (gpus) error(at(gpus->Mark()), "gpus is for the local executor", "with executor: slurm, ask for GPUs with slurm: {gres: 'gpu:1'}");
+      if (jobs) error(at(jobs->Mark()), "jobs is for the local executor", "with executor: slurm, use slurm: {max_parallel: N}");
+      for (const auto& m : plan.metrics)
+        if (!m.file.empty())
+          error(m.where, fmt::format("metric '{}' reads file: {}, which executor: slurm does not support", m.name, m.file),
+                "print the value on stdout (a task's stdout travels back in its result file)");
+    } else if (slurm) {
+      warn(at(slurm->Mark()), "slurm: is used only with executor: slurm");
+    }
+  }
+
   void load_env(const YAML::Node& n, Plan& plan) {
     if (!n.IsMap()) {
       error(at(n.Mark()), "env must be a mapping of variable names to values");
@@ -355,7 +462,8 @@ class Loader {
     Assignment out;
     bool ok = true;
     for (auto& [k, v] : ordered(n, "axis")) {
-      auto it = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == k.Scalar(); });
+      const std::string key = k.Scalar();  // a structured binding cannot be captured before C++20 in clang 14
+      auto it = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == key; });
       if (it == plan.axes.end()) {
         error(at(k.Mark()), fmt::format("{} names unknown axis '{}'{}", what, k.Scalar(), util::suggestion_suffix(k.Scalar(), names)));
         ok = false;

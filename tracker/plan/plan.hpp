@@ -67,6 +67,20 @@ struct Model {
   std::string axis;
 };
 
+// `executor:` where cells run.
+enum class ExecutorKind { local, slurm };
+
+// `slurm:` how cells are submitted as one job array (docs/SCALING.md).
+struct SlurmOptions {
+  std::string partition;           // --partition; empty: the cluster's default
+  std::string gres;                // --gres, e.g. "gpu:1"
+  std::string time;                // --time, e.g. "10" (minutes) or "1:00:00"
+  int max_parallel = 0;            // the %P of --array=0-N%P; 0: no limit
+  std::string account;             // --account
+  std::vector<std::string> extra;  // more sbatch arguments, as given
+  std::string dir;                 // result folder (absolute, or repo-relative); empty: .git/abtrack/slurm
+};
+
 struct Plan {
   std::filesystem::path file;       // absolute path of the plan file
   std::string sha256;               // of the plan file's bytes
@@ -92,6 +106,11 @@ struct Plan {
   std::vector<Metric> metrics;
   std::vector<Gate> gates;
   std::optional<Model> model;
+  std::vector<std::string> artifacts;  // repo-relative paths with {axis}; hashed after each run
+  int jobs = 1;                    // cells run at once by the local executor
+  std::vector<std::string> gpus;   // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
+  ExecutorKind executor = ExecutorKind::local;
+  SlurmOptions slurm;
   std::vector<Diagnostic> warnings;  // non-fatal findings of the loader
 
   // The cells of the sweep in plan order (first axis slowest), excluded cells left out.

@@ -11,7 +11,8 @@
 namespace abtrack::record {
 namespace {
 
-constexpr std::string_view kMagic = "abtrack-record-cache 2\n";
+// 3: the machine (host, driver, GPU names) and the artifacts, which the document compares.
+constexpr std::string_view kMagic = "abtrack-record-cache 3\n";
 
 class Writer {
  public:
@@ -96,6 +97,16 @@ std::string encode_frame(const std::string& oid, const Record& r) {
   w.str(r.code.commit);
   w.pod<std::uint8_t>(r.code.dirty);
   w.str(r.code.snapshot);
+  w.str(r.env.host);
+  w.str(r.env.driver);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.env.gpus.size()));
+  for (const auto& g : r.env.gpus) w.str(g.name);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.artifacts.size()));
+  for (const auto& a : r.artifacts) {
+    w.str(a.path);
+    w.str(a.sha256);
+    w.pod<std::uint64_t>(a.bytes);
+  }
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -140,6 +151,20 @@ std::pair<std::string, Record> decode_frame(std::string_view payload) {
   r.code.commit = in.str();
   r.code.dirty = in.pod<std::uint8_t>();
   r.code.snapshot = in.str();
+  r.env.host = in.str();
+  r.env.driver = in.str();
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    runner::Gpu g;
+    g.name = in.str();
+    r.env.gpus.push_back(std::move(g));
+  }
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    Artifact a;
+    a.path = in.str();
+    a.sha256 = in.str();
+    a.bytes = in.pod<std::uint64_t>();
+    r.artifacts.push_back(std::move(a));
+  }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
   return {std::move(oid), std::move(r)};
 }

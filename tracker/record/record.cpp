@@ -31,6 +31,16 @@ ojson scalar(const std::string& s) {
   return digits ? ojson(std::stoll(s)) : ojson(s);
 }
 
+// Only what applies: a local run with a GPU has no job id, a Slurm task names its node.
+ojson placement_json(const runner::Placement& p) {
+  ojson j{{"executor", p.executor}};
+  if (!p.gpu.empty()) j["gpu"] = p.gpu;
+  if (!p.job_id.empty()) j["job_id"] = p.job_id;
+  if (p.array_index) j["array_index"] = *p.array_index;
+  if (!p.node.empty()) j["node"] = p.node;
+  return j;
+}
+
 ojson invocation_json(const runner::Invocation& inv) {
   return ojson{{"command", inv.command},
                {"exit_code", opt_int(inv.exit_code)},
@@ -183,8 +193,23 @@ std::string to_json(const Record& r) {
                           {"violations", g.violations}});
   ojson invocations = ojson::array();
   for (const auto& inv : r.data.invocations) invocations.push_back(invocation_json(inv));
-  ojson env{{"host", r.env.host}, {"os", r.env.os},         {"cpu", r.env.cpu}, {"cpus", r.env.cpus},
-            {"gpus", r.env.gpus}, {"driver", r.env.driver}, {"cuda", r.env.cuda}};
+  ojson gpus = ojson::array();
+  for (const auto& g : r.env.gpus)
+    gpus.push_back(ojson{{"name", g.name},
+                         {"uuid", g.uuid},
+                         {"driver", g.driver},
+                         {"sm_clock_mhz", opt_int(g.sm_clock_mhz)},
+                         {"mem_clock_mhz", opt_int(g.mem_clock_mhz)},
+                         {"power_limit_w", opt(g.power_limit_w)},
+                         {"temperature_c", opt_int(g.temperature_c)}});
+  ojson env{{"host", r.env.host},         {"os", r.env.os},   {"cpu", r.env.cpu},       {"cpus", r.env.cpus},
+            {"compiler", r.env.compiler}, {"gpus", gpus},     {"driver", r.env.driver}, {"cuda", r.env.cuda}};
+  ojson artifacts = ojson::array();
+  for (const auto& a : r.artifacts)
+    artifacts.push_back(ojson{{"path", a.path},
+                              {"sha256", a.sha256.empty() ? ojson(nullptr) : ojson(a.sha256)},
+                              {"bytes", a.sha256.empty() ? ojson(nullptr) : ojson(a.bytes)},
+                              {"missing", a.sha256.empty()}});
   ojson j{{"schema", kSchema},
           {"experiment", r.experiment},
           {"run", r.run},
@@ -206,10 +231,12 @@ std::string to_json(const Record& r) {
                                                 {"seed", r.data.schedule->seed},
                                                 {"position", r.data.schedule->position}}
                                        : ojson(nullptr)},
+          {"placement", r.data.placement ? placement_json(*r.data.placement) : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
                          {"dirty", r.code.dirty},
                          {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)}}},
           {"env", env},
+          {"artifacts", artifacts},
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
           {"plan_sha256", r.plan_sha256}};
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -256,6 +283,16 @@ Record parse_record(std::string_view text, const std::string& name) {
       r.data.schedule = runner::Schedule{sj.value("round", 1), sj.value("rounds", 1), sj.value("seed", std::uint64_t{0}),
                                          sj.value("position", 1)};
     }
+    if (j.contains("placement") && j["placement"].is_object()) {
+      const auto& pj = j["placement"];
+      runner::Placement p;
+      p.executor = pj.value("executor", "local");
+      p.gpu = pj.value("gpu", "");
+      p.job_id = pj.value("job_id", "");
+      if (pj.contains("array_index") && pj["array_index"].is_number_integer()) p.array_index = pj["array_index"].get<int>();
+      p.node = pj.value("node", "");
+      r.data.placement = p;
+    }
     const auto& code = j.at("code");
     if (code.contains("commit") && code["commit"].is_string()) r.code.commit = code["commit"];
     r.code.dirty = code.value("dirty", false);
@@ -266,9 +303,35 @@ Record parse_record(std::string_view text, const std::string& name) {
       r.env.os = e.value("os", "");
       r.env.cpu = e.value("cpu", "");
       r.env.cpus = e.value("cpus", 0u);
-      r.env.gpus = e.value("gpus", std::vector<std::string>{});
+      r.env.compiler = e.value("compiler", "");
+      for (const auto& g : e.value("gpus", ojson::array())) {
+        runner::Gpu gpu;
+        auto u = [&](const char* k) -> std::optional<unsigned> {
+          return g.contains(k) && g[k].is_number_unsigned() ? std::optional<unsigned>(g[k].get<unsigned>()) : std::nullopt;
+        };
+        if (g.is_string()) {  // schema 1 before the fingerprint: names only
+          gpu.name = g.get<std::string>();
+        } else if (g.is_object()) {
+          gpu.name = g.value("name", "");
+          gpu.uuid = g.value("uuid", "");
+          gpu.driver = g.value("driver", "");
+          gpu.sm_clock_mhz = u("sm_clock_mhz");
+          gpu.mem_clock_mhz = u("mem_clock_mhz");
+          if (g.contains("power_limit_w") && g["power_limit_w"].is_number()) gpu.power_limit_w = g["power_limit_w"].get<double>();
+          gpu.temperature_c = u("temperature_c");
+        }
+        r.env.gpus.push_back(std::move(gpu));
+      }
       r.env.driver = e.value("driver", "");
       r.env.cuda = e.value("cuda", "");
+    }
+    for (const auto& a : j.value("artifacts", ojson::array())) {
+      if (!a.is_object()) continue;
+      Artifact art;
+      art.path = a.value("path", "");
+      if (a.contains("sha256") && a["sha256"].is_string()) art.sha256 = a["sha256"].get<std::string>();
+      art.bytes = a.contains("bytes") && a["bytes"].is_number_unsigned() ? a["bytes"].get<std::uint64_t>() : 0;
+      r.artifacts.push_back(std::move(art));
     }
     r.plan_sha256 = j.value("plan_sha256", "");
     r.abtrack_version = j.value("abtrack_version", "");

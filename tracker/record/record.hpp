@@ -1,5 +1,6 @@
 #pragma once
 // The run record (runs/<experiment>/<NNNN>.json) <-> values. docs/run-record.md documents it.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,13 @@ struct Comparison {
 
 using CellValues = std::vector<std::pair<std::string, std::string>>;
 
+// A file the plan's `artifacts:` names, as it was after the run.
+struct Artifact {
+  std::string path;     // repo-relative, {axis} replaced
+  std::string sha256;   // 64 hex digits; empty when the file was missing
+  std::uint64_t bytes = 0;
+};
+
 struct Record {
   std::string experiment;
   int run = 0;
@@ -48,6 +56,7 @@ struct Record {
   runner::Run data;      // what happened (data.cell is only meaningful before writing)
   Code code;
   runner::Environment env;
+  std::vector<Artifact> artifacts;  // plan order
   std::string plan_sha256;
   std::string abtrack_version;
   std::optional<Comparison> comparison;

@@ -1,13 +1,16 @@
 #include "runner/environment.hpp"
 
+#include <dlfcn.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <cctype>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "util/text.hpp"
 
@@ -36,6 +39,96 @@ std::string field(const std::string& text, std::string_view key) {
   return {};
 }
 
+std::string compiler_name() {
+#if defined(__clang__)
+  return fmt::format("Clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  return fmt::format("GCC {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+  return "unknown";
+#endif
+}
+
+// NVML's C API, declared here so abtrack has no link-time dependency on the driver: the
+// library is opened with dlopen and every entry point looked up by name.
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr int kNvmlClockSm = 1, kNvmlClockMem = 2, kNvmlTemperatureGpu = 0;
+
+class Nvml {
+ public:
+  Nvml() {
+    m_lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!m_lib) return;
+    init = sym<nvmlReturn_t (*)()>("nvmlInit_v2");
+    shutdown = sym<nvmlReturn_t (*)()>("nvmlShutdown");
+    count = sym<nvmlReturn_t (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+    handle = sym<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>("nvmlDeviceGetHandleByIndex_v2");
+    name = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetName");
+    uuid = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetUUID");
+    driver = sym<nvmlReturn_t (*)(char*, unsigned)>("nvmlSystemGetDriverVersion");
+    clock = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetClockInfo");
+    power_limit = sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
+    temperature = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetTemperature");
+    m_ok = init && shutdown && count && handle && init() == kNvmlSuccess;
+  }
+  ~Nvml() {
+    if (m_ok) shutdown();
+    if (m_lib) ::dlclose(m_lib);
+  }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+  bool ok() const { return m_ok; }
+
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*count)(unsigned*) = nullptr;
+  nvmlReturn_t (*handle)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+
+ private:
+  template <class F>
+  F sym(const char* n) {
+    return reinterpret_cast<F>(::dlsym(m_lib, n));
+  }
+  void* m_lib = nullptr;
+  bool m_ok = false;
+};
+
+std::vector<Gpu> nvml_gpus(std::string& driver_out) {
+  std::vector<Gpu> out;
+  Nvml nvml;
+  if (!nvml.ok()) return out;
+  char buf[256] = {};
+  std::string driver;
+  if (nvml.driver && nvml.driver(buf, sizeof buf - 1) == kNvmlSuccess) driver = buf;
+  driver_out = driver;
+  unsigned n = 0;
+  if (nvml.count(&n) != kNvmlSuccess) return out;
+  for (unsigned i = 0; i < n && i < 64; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (nvml.handle(i, &dev) != kNvmlSuccess) continue;
+    Gpu g;
+    g.driver = driver;
+    if (nvml.name && nvml.name(dev, buf, sizeof buf - 1) == kNvmlSuccess) g.name = buf;
+    std::fill(std::begin(buf), std::end(buf), '\0');
+    if (nvml.uuid && nvml.uuid(dev, buf, sizeof buf - 1) == kNvmlSuccess) g.uuid = buf;
+    unsigned v = 0;
+    if (nvml.clock && nvml.clock(dev, kNvmlClockSm, &v) == kNvmlSuccess) g.sm_clock_mhz = v;
+    if (nvml.clock && nvml.clock(dev, kNvmlClockMem, &v) == kNvmlSuccess) g.mem_clock_mhz = v;
+    if (nvml.power_limit && nvml.power_limit(dev, &v) == kNvmlSuccess) g.power_limit_w = v / 1000.0;  // mW
+    if (nvml.temperature && nvml.temperature(dev, kNvmlTemperatureGpu, &v) == kNvmlSuccess) g.temperature_c = v;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace
 
 Environment probe_environment() {
@@ -46,27 +139,47 @@ Environment probe_environment() {
   if (uname(&u) == 0) e.os = std::string(u.sysname) + " " + u.release + " " + u.machine;
   e.cpu = field(slurp("/proc/cpuinfo"), "model name");
   e.cpus = std::thread::hardware_concurrency();
-  std::error_code ec;
-  std::vector<std::string> gpus;
-  for (const auto& d : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    std::string model = field(slurp(d.path() / "information"), "Model");
-    if (!model.empty()) gpus.push_back(model);
-  }
-  std::sort(gpus.begin(), gpus.end());
-  e.gpus = gpus;
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." -> 580.159.04
+  e.compiler = compiler_name();
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." and
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+  // the first word after "Kernel Module" that is digits and dots with a dot in it.
   std::string version = slurp("/proc/driver/nvidia/version");
   if (auto k = version.find("Kernel Module"); k != std::string::npos) {
-    std::size_t p = k + 13;
-    while (p < version.size() && !std::isdigit(static_cast<unsigned char>(version[p])) && version[p] != '\n') ++p;
-    std::size_t q = p;
-    while (q < version.size() && (std::isdigit(static_cast<unsigned char>(version[q])) || version[q] == '.')) ++q;
-    e.driver = version.substr(p, q - p);
+    std::string line = version.substr(k + 13, version.find('\n', k) - (k + 13));
+    for (const auto& word : util::split(line, ' ')) {
+      bool ok = !word.empty() && word.find('.') != std::string::npos &&
+                std::all_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+      if (ok) {
+        e.driver = word;
+        break;
+      }
+    }
+  }
+  std::string nvml_driver;
+  e.gpus = nvml_gpus(nvml_driver);
+  if (!nvml_driver.empty()) e.driver = nvml_driver;  // the library's word over our parsing
+  if (e.gpus.empty()) {
+    // No NVML (a container without the driver's user-space library): names from /proc.
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& d : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+      std::string model = field(slurp(d.path() / "information"), "Model");
+      if (!model.empty()) names.push_back(model);
+    }
+    std::sort(names.begin(), names.end());
+    for (auto& n : names) e.gpus.push_back(Gpu{std::move(n), "", e.driver, {}, {}, {}, {}});
   }
   // Runfile and pip installs leave no version.json; the folder name (cuda-13.0) says it.
+  std::error_code ec;
   auto target = fs::read_symlink("/usr/local/cuda", ec).filename().string();
   if (!ec && target.starts_with("cuda-")) e.cuda = target.substr(5);
   return e;
+}
+
+std::string machine_key(const Environment& e) {
+  std::string key = e.host + "\n" + e.driver;
+  for (const auto& g : e.gpus) key += "\n" + g.name;
+  return key;
 }
 
 }  // namespace abtrack::runner

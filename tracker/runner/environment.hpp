@@ -1,21 +1,39 @@
 #pragma once
-// Where a run happened: host, OS, CPU, GPUs, driver, CUDA. Read from /proc and /sys; cheap.
+// Where a run happened: host, OS, CPU, compiler, GPUs (through NVML), driver, CUDA. Cheap.
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace abtrack::runner {
 
-struct Environment {
-  std::string host;
-  std::string os;       // "Linux 6.1.0-18-amd64 x86_64"
-  std::string cpu;      // model name
-  unsigned cpus = 0;    // logical CPUs
-  std::vector<std::string> gpus;  // model names from the NVIDIA driver's /proc entries
-  std::string driver;   // NVIDIA driver version, "" without one
-  std::string cuda;     // CUDA toolkit version of /usr/local/cuda, "" without one
+// One GPU as NVML reports it when the run is recorded. Fields NVML cannot give stay unset.
+struct Gpu {
+  std::string name;    // "NVIDIA H200"
+  std::string uuid;    // "GPU-1a2b..."
+  std::string driver;  // the driver version, "580.95.05"
+  std::optional<unsigned> sm_clock_mhz, mem_clock_mhz;  // current clocks
+  std::optional<double> power_limit_w;                  // enforced power limit
+  std::optional<unsigned> temperature_c;                // core temperature
 };
 
-// Reads the fingerprint of this machine. Never throws; unknown fields stay empty.
+struct Environment {
+  std::string host;
+  std::string os;        // "Linux 6.1.0-18-amd64 x86_64"
+  std::string cpu;       // model name
+  unsigned cpus = 0;     // logical CPUs
+  std::string compiler;  // the compiler abtrack was built with, "GCC 12.2.0"
+  std::vector<Gpu> gpus; // in NVML's order; empty without an NVIDIA GPU
+  std::string driver;    // NVIDIA driver version, "" without one
+  std::string cuda;      // CUDA toolkit version of /usr/local/cuda, "" without one
+};
+
+// Reads the fingerprint of this machine. NVML (libnvidia-ml.so.1) is loaded at run time;
+// without it the GPUs come from the driver's /proc entries (names only), or the list is
+// empty. Never throws; unknown fields stay empty.
 Environment probe_environment();
+
+// What makes two runs' machines different for a comparison: host, GPU names, driver.
+// Equal strings: the same kind of machine.
+std::string machine_key(const Environment& e);
 
 }  // namespace abtrack::runner

@@ -46,6 +46,9 @@ std::string failure(const char* what, const util::ProcessResult& r, double timeo
 void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
   run.gates = gates::evaluate(plan.gates, run.samples);
   if (run.reason.empty() && !missing.empty()) run.reason = fmt::format("{}", fmt::join(missing, "; "));
+  // Reasons quote what a command printed: keep them valid UTF-8 (the record and the document
+  // must agree byte for byte).
+  run.reason = util::utf8_tail(run.reason, run.reason.size());
   if (!run.reason.empty()) {
     run.outcome = Outcome::invalid;
     return;

@@ -49,6 +49,15 @@ struct Schedule {
   int position = 1;         // 1-based place in the whole schedule
 };
 
+// Where a run was measured, when it matters: a GPU handed out by `gpus:`, or a Slurm task.
+struct Placement {
+  std::string executor = "local";  // "local" or "slurm"
+  std::string gpu;                 // the CUDA_VISIBLE_DEVICES it was given; empty: none
+  std::string job_id;              // slurm: the array job id
+  std::optional<int> array_index;  // slurm: the task's index in the array
+  std::string node;                // slurm: the node that ran it
+};
+
 // One run of one cell: everything the record and the commit need, except the run number,
 // the comparison and the code identity, which are fixed when it is committed.
 struct Run {
@@ -64,6 +73,7 @@ struct Run {
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
   std::vector<gates::GateResult> gates;
   std::optional<Schedule> schedule;
+  std::optional<Placement> placement;
 };
 
 // The result of the plan's setup command, run once per step/run invocation.

@@ -1,0 +1,190 @@
+#include "doc/export.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "doc/render.hpp"
+#include "record/compare.hpp"
+#include "stats/quantile.hpp"
+
+namespace abtrack::doc {
+namespace {
+
+using Value = ExportTable::Value;
+
+bool is_compared(const std::vector<const plan::Metric*>& compared, const plan::Metric& m) {
+  return std::find(compared.begin(), compared.end(), &m) != compared.end();
+}
+
+Value median_of(const std::map<std::string, std::vector<double>>& samples, const std::string& name) {
+  auto it = samples.find(name);
+  if (it == samples.end() || it->second.empty()) return {};
+  return stats::median(it->second);
+}
+
+Value finite(double v) { return std::isfinite(v) ? Value(v) : Value(); }
+
+std::string text_of(const Value& v) {
+  if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+  if (std::holds_alternative<double>(v)) return fmt::format("{:.10g}", std::get<double>(v));
+  return {};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Δ% and verdict columns of one compared metric from a comparison (or a note).
+void add_delta(std::vector<Value>& row, const record::Comparison* c, const std::string& metric, const std::string& note) {
+  if (c) {
+    for (const auto& m : c->metrics) {
+      if (m.metric != metric) continue;
+      row.push_back(finite(m.result.delta_pct));
+      row.push_back(std::string(stats::to_string(m.result.verdict)));
+      return;
+    }
+  }
+  row.push_back({});
+  row.push_back(note.empty() ? Value() : Value(note));
+}
+
+}  // namespace
+
+ExportTable export_table(const plan::Plan& plan, const std::vector<record::Record>& records, bool per_cell) {
+  ExportTable t;
+  auto compared = record::compared_metrics(plan);
+  const bool deltas = plan.baseline.has_value();
+  if (!per_cell) t.columns.push_back("run");
+  for (const auto& a : plan.axes) t.columns.push_back(a.name);
+  if (per_cell) t.columns.push_back("n");
+  t.columns.push_back("outcome");
+  for (const auto& m : plan.metrics) t.columns.push_back(m.name);
+  if (deltas)
+    for (const auto& m : plan.metrics)
+      if (is_compared(compared, m)) {
+        t.columns.push_back(m.name + " delta_pct");
+        t.columns.push_back(m.name + " verdict");
+      }
+  t.columns.push_back(per_cell ? "runs" : "reason");
+
+  auto cells = record::cells_with_runs(plan, records);
+  if (per_cell) {
+    std::size_t with_p = 0;
+    auto comps = compare_cells(plan, cells, with_p);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto& c = cells[i];
+      std::vector<Value> row;
+      for (const auto& v : c.cell.values) row.push_back(v);
+      auto pooled = c.latest() ? c.pooled_samples() : std::map<std::string, std::vector<double>>{};
+      std::size_t n = 0;
+      for (const auto& [name, s] : pooled) n = std::max(n, s.size());
+      row.push_back(c.latest() ? Value(static_cast<double>(n)) : Value());
+      row.push_back(c.latest() ? std::string(runner::to_string(c.outcome())) : std::string("pending"));
+      for (const auto& m : plan.metrics) row.push_back(median_of(pooled, m.name));
+      if (deltas)
+        for (const auto& m : plan.metrics) {
+          if (!is_compared(compared, m)) continue;
+          const auto& cc = comps[i];
+          std::string note = cc.is_baseline ? "baseline" : cc.unavailable;
+          bool has = !cc.is_baseline && cc.unavailable.empty() && c.latest() && cc.base;
+          add_delta(row, has ? &cc.result : nullptr, m.name, note);
+        }
+      std::string runs;
+      for (const auto* r : c.pool()) runs += (runs.empty() ? "" : " ") + std::to_string(r->run);
+      row.push_back(runs);
+      t.rows.push_back(std::move(row));
+    }
+    return t;
+  }
+  for (const auto& r : records) {
+    if (r.experiment != plan.experiment) continue;
+    std::vector<Value> row;
+    row.push_back(static_cast<double>(r.run));
+    auto cell = record::plan_cell(plan, r.cell);
+    for (const auto& a : plan.axes) {
+      auto it = std::find_if(r.cell.begin(), r.cell.end(), [&](const auto& kv) { return kv.first == a.name; });
+      row.push_back(it == r.cell.end() ? Value() : Value(it->second));
+    }
+    row.push_back(std::string(runner::to_string(r.data.outcome)));
+    for (const auto& m : plan.metrics) row.push_back(median_of(r.data.samples, m.name));
+    if (deltas) {
+      std::optional<record::Comparison> comparison;
+      std::string note;
+      auto base_cell = cell ? plan.baseline_for(*cell) : std::nullopt;
+      if (!base_cell) note = "no baseline cell";
+      else if (*base_cell == *cell) note = "baseline";
+      else if (r.data.outcome != runner::Outcome::pass) note = "no verdict";
+      else {
+        auto b = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
+        if (b == cells.end() || !b->latest()) note = "baseline pending";
+        else if (b->outcome() != runner::Outcome::pass) note = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
+        else comparison = record::compare_with_baseline(plan, *b, r.data.samples);
+      }
+      for (const auto& m : plan.metrics)
+        if (is_compared(compared, m)) add_delta(row, comparison ? &*comparison : nullptr, m.name, note);
+    }
+    row.push_back(r.data.reason);
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string format_export(const ExportTable& t, ExportFormat format) {
+  std::string out;
+  switch (format) {
+    case ExportFormat::csv: {
+      auto line = [&](const std::vector<std::string>& fields) {
+        for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_field(fields[i]);
+        out += "\r\n";
+      };
+      line(t.columns);
+      for (const auto& row : t.rows) {
+        std::vector<std::string> f;
+        for (const auto& v : row) f.push_back(text_of(v));
+        line(f);
+      }
+      return out;
+    }
+    case ExportFormat::md: {
+      std::vector<std::string> head;
+      for (const auto& c : t.columns) head.push_back(escape_cell(c));
+      out += "| " + fmt::format("{}", fmt::join(head, " | ")) + " |\n|";
+      for (std::size_t i = 0; i < t.columns.size(); ++i) out += " --- |";
+      out += "\n";
+      for (const auto& row : t.rows) {
+        std::vector<std::string> f;
+        for (const auto& v : row) f.push_back(escape_cell(text_of(v)));
+        out += "| " + fmt::format("{}", fmt::join(f, " | ")) + " |\n";
+      }
+      return out;
+    }
+    case ExportFormat::json: {
+      auto arr = nlohmann::ordered_json::array();
+      for (const auto& row : t.rows) {
+        nlohmann::ordered_json o = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < t.columns.size() && i < row.size(); ++i) {
+          const auto& v = row[i];
+          if (std::holds_alternative<std::string>(v)) o[t.columns[i]] = std::get<std::string>(v);
+          else if (std::holds_alternative<double>(v)) {
+            double d = std::get<double>(v);
+            if (d == std::floor(d) && std::fabs(d) < 1e15) o[t.columns[i]] = static_cast<long long>(d);
+            else o[t.columns[i]] = d;
+          }
+          else o[t.columns[i]] = nullptr;
+        }
+        arr.push_back(std::move(o));
+      }
+      return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace abtrack::doc
