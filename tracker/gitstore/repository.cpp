@@ -530,8 +530,11 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     for (const auto& f : change.files) marker += f.first + "\n";
     util::write_file_atomic(sync_marker(), marker, util::Durability::ordinary);
     Reference ref;
+    note_lock(ref_name == "HEAD" ? fs::path(git_repository_path(m_repo)) / "HEAD.lock"
+                                 : fs::path(git_repository_commondir(m_repo)) / (ref_name + ".lock"));
     int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
                      : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
+    clear_lock_note();
     util::trace("commit object written");
     if (rc == 0) {
       result.commit = hex(id);
@@ -587,9 +590,14 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
   Index index;
   check_git(git_repository_index(index.out(), m_repo), "opening the index");
   for (int attempt = 1;; ++attempt) {
-    int rc = git_index_read(index.get(), 1);
+    // force=0: re-read only if the file changed on disk (the status walk has just loaded it).
+    int rc = git_index_read(index.get(), 0);
     for (std::size_t i = 0; rc == 0 && i < synced.size(); ++i) rc = git_index_add_bypath(index.get(), synced[i].c_str());
-    if (rc == 0) rc = git_index_write(index.get());
+    if (rc == 0) {
+      note_lock(fs::path(git_repository_path(m_repo)) / "index.lock");
+      rc = git_index_write(index.get());
+      clear_lock_note();
+    }
     if (rc == 0) break;
     if (rc != GIT_ELOCKED || attempt >= 100)
       check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
@@ -601,7 +609,34 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
 // Per work tree (a linked worktree has its own index and checkout), unlike state_dir().
 fs::path Repository::sync_marker() const { return fs::path(git_repository_path(m_repo)) / "abtrack-sync-pending"; }
 
+static fs::path lock_note_path(git_repository* repo) { return fs::path(git_repository_path(repo)) / "abtrack-locking"; }
+
+void Repository::note_lock(const fs::path& lock) const {
+  util::write_file_atomic(lock_note_path(m_repo), lock.string() + "\n", util::Durability::ordinary);
+}
+
+void Repository::clear_lock_note() const {
+  std::error_code ec;
+  fs::remove(lock_note_path(m_repo), ec);
+}
+
+void Repository::remove_stale_locks() const {
+  fs::path note = lock_note_path(m_repo);
+  std::error_code ec;
+  if (!fs::exists(note, ec)) return;
+  std::string lock = util::read_file(note);
+  while (!lock.empty() && lock.back() == '\n') lock.pop_back();
+  struct stat note_st {}, lock_st {};
+  // Only a lock taken right after the note (the killed process's own): a lock a user's git took
+  // later is left alone.
+  if (!lock.empty() && ::stat(note.c_str(), &note_st) == 0 && ::stat(lock.c_str(), &lock_st) == 0 &&
+      lock_st.st_mtime >= note_st.st_mtime - 1 && lock_st.st_mtime <= note_st.st_mtime + 5)
+    fs::remove(lock, ec);
+  fs::remove(note, ec);
+}
+
 void Repository::finish_interrupted_sync() const {
+  remove_stale_locks();
   fs::path marker = sync_marker();
   std::error_code ec;
   if (!fs::exists(marker, ec)) return;

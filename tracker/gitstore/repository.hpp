@@ -142,6 +142,12 @@ class Repository {
   // the commit and its paths; the next commit or settled_scan (under the commit lock)
   // finishes that sync, so the user never sees the run as staged-reverted.
   std::filesystem::path sync_marker() const;
+  // Before taking a git lock (index.lock, a ref's .lock) abtrack notes its path; a process
+  // killed while holding it leaves the note, and the next abtrack (holding the commit lock, so
+  // no live abtrack owns it) removes that stale lock instead of failing on it forever.
+  void note_lock(const std::filesystem::path& lock) const;
+  void clear_lock_note() const;
+  void remove_stale_locks() const;
   void finish_interrupted_sync() const;
   git_repository* m_repo = nullptr;
   std::filesystem::path m_workdir;
