@@ -19,7 +19,7 @@ if [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ]; then
   fi
   cmake --build build-asan -j "$(nproc)" --target abtrack abtrack_unit_tests || exit 3
   (cd build-asan &&
-    ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ABTRACK_E2E_RSS_LIMIT_MB=600 CI=${CI:-true} \
     ctest --output-on-failure -j "$(nproc)" -E '^kernels\.' "$@")
 fi

@@ -71,11 +71,13 @@ git_oid parse_oid(const std::string& s) {
 }
 
 void ensure_init() {
-  static const int once = [] {
-    git_libgit2_init();
-    return 0;
-  }();
-  (void)once;
+  // Shut down at exit, after every Repository (all are locals of commands) is gone: frees
+  // libgit2's global and thread-local state (its error buffers), so LeakSanitizer stays quiet.
+  struct Library {
+    Library() { git_libgit2_init(); }
+    ~Library() { git_libgit2_shutdown(); }
+  };
+  static const Library library;
 }
 
 // HEAD's ref name ("refs/heads/main", or "HEAD" when detached) and its current target.

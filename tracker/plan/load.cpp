@@ -201,7 +201,10 @@ class Loader {
   KeyMap mapping(const YAML::Node& n, const std::vector<std::string>& allowed, const char* what) {
     KeyMap out;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node& k = it->first;
+      // Copies: yaml-cpp's iterator hands out a temporary proxy, so a reference to it->first
+      // dangles at the end of the statement (ASan: stack-use-after-scope).
+      const YAML::Node k = it->first;
+      const YAML::Node v = it->second;
       if (!k.IsScalar()) {
         error(at(k.Mark()), fmt::format("a {} must be a plain name", what));
         continue;
@@ -215,7 +218,7 @@ class Loader {
         error(at(k.Mark()), fmt::format("duplicate key '{}' (first given at line {})", key, prev->second.first.Mark().line + 1));
         continue;
       }
-      out.emplace(key, std::pair{k, it->second});
+      out.emplace(key, std::pair{k, v});
     }
     return out;
   }
