@@ -46,6 +46,14 @@ for n in 10 1000; do
      -n "abtrack step ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
      -n "git CLI script ($n runs)" "$work/git-step.sh")
 done
+# The same, with the plan's SVG plot turned off (`plot: false`): the plot costs a gnuplot start.
+for n in 10 1000; do
+  history "$work/np$n" "$n"
+  (cd "$work/np$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "no plot" &&
+   hyperfine -N --warmup 3 --runs 30 --export-json "$out/noplot-$n.json" \
+     -n "abtrack step, plot: false ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
+     -n "git CLI script ($n runs)" "$work/git-step.sh")
+done
 for n in 1000 10000; do
   [ -d "$work/h$n" ] || history "$work/h$n" "$n"
   (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
@@ -66,6 +74,13 @@ for n in (10, 1000):
     step[n] = a
     print(f"| abtrack step, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
 print(f"| abtrack step, 1000 vs 10 runs | | {step[1000]/step[10]:.2f}x |")
+nstep = {}
+for n in (10, 1000):
+    m = medians(f"noplot-{n}.json")
+    a, g = m[f"abtrack step, plot: false ({n} runs)"], m[f"git CLI script ({n} runs)"]
+    nstep[n] = a
+    print(f"| abtrack step, plot: false, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
+print(f"| abtrack step, plot: false, 1000 vs 10 runs | | {nstep[1000]/nstep[10]:.2f}x |")
 for n in (1000, 10000):
     for cmd, t in medians(f"read-{n}.json").items():
         print(f"| {cmd} | {t*1e3:.1f} ms | |")

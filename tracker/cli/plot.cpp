@@ -53,6 +53,7 @@ std::string find_gnuplot() {
 }
 
 std::optional<std::string> render_plot(const plan::Plan& plan, const std::vector<record::Record>& records) {
+  if (!plan.plot) return std::nullopt;
   auto files = doc::plot_files(plan, records);
   if (!files) return std::nullopt;
   static bool warned = false;

@@ -19,7 +19,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
-    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts",
+    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
     "jobs",       "gpus",    "executor", "slurm"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
                                               "name", "state", "scale",  "better", "unit"};
@@ -155,6 +155,11 @@ class Loader {
     if (auto n = get("prediction")) load_prediction(*n, plan);
     if (auto n = get("model")) load_model(*n, plan);
     if (auto n = get("artifacts")) load_artifacts(*n, plan);
+    if (auto n = get("plot")) {
+      auto v = scalar(*n, "plot");
+      if (v == "true" || v == "false") plan.plot = *v == "true";
+      else if (v) error(at(n->Mark()), fmt::format("plot must be true or false, not '{}'", *v));
+    }
     load_scale_out(get("jobs"), get("gpus"), get("executor"), get("slurm"), plan);
 
     if (m_errors.empty()) {
