@@ -42,14 +42,19 @@ std::string line_diff(const std::string& name, const std::string& have, const st
 
 }  // namespace
 
-int cmd_render(const Args& args) {
-  for (const auto& a : args.rest) unknown_argument("render", a, {});
-  Context ctx = open_context(args.global);
+// The document's path and text in the work tree. Throws Error(usage) when there is none.
+static std::pair<fs::path, std::string> work_tree_document(const Context& ctx) {
   fs::path file = ctx.repo.workdir() / ctx.plan.doc;
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
-  std::string text = util::read_file(file);
+  return {file, util::read_file(file)};
+}
+
+int cmd_render(const Args& args) {
+  for (const auto& a : args.rest) unknown_argument("render", a, {});
+  Context ctx = open_context(args.global);
+  auto [file, text] = work_tree_document(ctx);
   auto records = head_records(ctx);
   bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
   std::string fresh = rendered_document(text, ctx.plan, records, plot);
@@ -65,11 +70,7 @@ int cmd_render(const Args& args) {
 int cmd_verify(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("verify", a, {});
   Context ctx = open_context(args.global);
-  fs::path file = ctx.repo.workdir() / ctx.plan.doc;
-  std::error_code ec;
-  if (!fs::exists(file, ec))
-    throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
-  std::string text = util::read_file(file);
+  auto [file, text] = work_tree_document(ctx);
   auto records = head_records(ctx);
   std::vector<std::string> problems;
   auto have = doc::region_contents(text, ctx.plan.doc);
