@@ -40,20 +40,21 @@ git commit -q -m "run $n" -m "Abtrack-Run: $n"
 SH
 chmod +x "$work/git-step.sh"
 
-for n in 10 1000; do
-  history "$work/h$n" "$n"
-  (cd "$work/h$n" && hyperfine -N --warmup 3 --runs 30 --export-json "$out/step-$n.json" \
-     -n "abtrack step ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
-     -n "git CLI script ($n runs)" "$work/git-step.sh")
-done
-# The same, with the plan's SVG plot turned off (`plot: false`): the plot costs a gnuplot start.
-for n in 10 1000; do
-  history "$work/np$n" "$n"
-  (cd "$work/np$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "no plot" &&
-   hyperfine -N --warmup 3 --runs 30 --export-json "$out/noplot-$n.json" \
-     -n "abtrack step, plot: false ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
-     -n "git CLI script ($n runs)" "$work/git-step.sh")
-done
+# step_bench NAME LABEL [PLAN-LINE]: abtrack step against the git CLI script at 10 and 1000 runs,
+# in histories whose plan gets PLAN-LINE appended (e.g. `plot: false`: the plot costs a gnuplot start).
+step_bench() {
+  local name=$1 label=$2 extra=${3:-} n
+  for n in 10 1000; do
+    history "$work/$name$n" "$n"
+    (cd "$work/$name$n" &&
+     if [ -n "$extra" ]; then printf '%s\n' "$extra" >>abtrack.yaml && git commit -qam "plan: $extra"; fi &&
+     hyperfine -N --warmup 3 --runs 30 --export-json "$out/$name-$n.json" \
+       -n "$label ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
+       -n "git CLI script ($n runs)" "$work/git-step.sh")
+  done
+}
+step_bench h "abtrack step"
+step_bench np "abtrack step, plot: false" "plot: false"
 for n in 1000 10000; do
   [ -d "$work/h$n" ] || history "$work/h$n" "$n"
   (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
@@ -67,20 +68,14 @@ d = sys.argv[1]
 def medians(name):
     return {r["command"]: r["median"] for r in json.load(open(os.path.join(d, name)))["results"]}
 print("\n| measurement | median | ratio |\n| --- | ---: | ---: |")
-step = {}
-for n in (10, 1000):
-    m = medians(f"step-{n}.json")
-    a, g = m[f"abtrack step ({n} runs)"], m[f"git CLI script ({n} runs)"]
-    step[n] = a
-    print(f"| abtrack step, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
-print(f"| abtrack step, 1000 vs 10 runs | | {step[1000]/step[10]:.2f}x |")
-nstep = {}
-for n in (10, 1000):
-    m = medians(f"noplot-{n}.json")
-    a, g = m[f"abtrack step, plot: false ({n} runs)"], m[f"git CLI script ({n} runs)"]
-    nstep[n] = a
-    print(f"| abtrack step, plot: false, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
-print(f"| abtrack step, plot: false, 1000 vs 10 runs | | {nstep[1000]/nstep[10]:.2f}x |")
+for name, label in (("h", "abtrack step"), ("np", "abtrack step, plot: false")):
+    step = {}
+    for n in (10, 1000):
+        m = medians(f"{name}-{n}.json")
+        a, g = m[f"{label} ({n} runs)"], m[f"git CLI script ({n} runs)"]
+        step[n] = a
+        print(f"| {label}, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
+    print(f"| {label}, 1000 vs 10 runs | | {step[1000]/step[10]:.2f}x |")
 for n in (1000, 10000):
     for cmd, t in medians(f"read-{n}.json").items():
         print(f"| {cmd} | {t*1e3:.1f} ms | |")
