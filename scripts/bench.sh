@@ -41,7 +41,7 @@ SH
 chmod +x "$work/git-step.sh"
 
 # step_bench NAME LABEL [PLAN-LINE]: abtrack step against the git CLI script at 10 and 1000 runs,
-# in histories whose plan gets PLAN-LINE appended (e.g. `plot: false`: the plot costs a gnuplot start).
+# in histories whose plan gets PLAN-LINE appended (e.g. `plot: false`: no SVG plot in the commit).
 step_bench() {
   local name=$1 label=$2 extra=${3:-} n
   for n in 10 1000; do

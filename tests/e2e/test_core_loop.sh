@@ -56,7 +56,7 @@ for k in $(seq 0 $((N - 1))); do
   c=$(git rev-parse "HEAD~$k")
   run=$((N - k))
   rec=runs/core/$(printf '%04d' "$run").json
-  # The record, the document, and the document's plot (AB.svg) when gnuplot is installed.
+  # The record, the document, and the document's plot (AB.svg).
   files=$(git show --name-only --format= "$c" | grep -vx 'AB.svg' | sort | tr '\n' ' ')
   expect_eq "$files" "AB.md $rec " "commit HEAD~$k touches exactly its record and the document (and its plot)"
   expect_match "$(git show --stat --format= "$c" -- . ':!AB.svg' | tail -1)" '^ *2 files changed' "git show --stat HEAD~$k"

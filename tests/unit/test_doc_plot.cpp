@@ -60,51 +60,62 @@ TEST_CASE("the plot sits beside the document and is linked relative to it") {
   CHECK(doc::render_regions(p, all_runs(p))["summary"].find("![") == std::string::npos);
 }
 
-TEST_CASE("the gnuplot script: one line per variant, CI bars from the data files, deterministic") {
-  auto p = plot_plan();
-  CHECK_FALSE(doc::plot_files(p, {}).has_value());  // nothing measured yet
-  auto files = doc::plot_files(p, all_runs(p));
-  REQUIRE(files.has_value());
-  CHECK(files->script.find("set terminal svg") != std::string::npos);
-  CHECK(files->script.find("set output 'plot.svg'") != std::string::npos);
-  CHECK(files->script.find("with yerrorlines") != std::string::npos);
-  CHECK(files->script.find("title 'warps=4'") != std::string::npos);
-  CHECK(files->script.find("title 'warps=8'") != std::string::npos);
-  CHECK(files->script.find("set logscale x 2") != std::string::npos);  // 16..128
-  REQUIRE(files->data.size() == 2);  // one metric with better:, two variants
-  CHECK(files->data[0].first == "m1_v1.dat");
-  // x, median, CI low, CI high: the median of 100..107 is 103.5, its 95% CI from stats::median_ci.
-  CHECK(files->data[0].second.substr(0, files->data[0].second.find('\n')) == "16\t103.5\t100\t106");  // stats::median_ci at n=8
-  auto again = doc::plot_files(p, all_runs(p));
-  CHECK(again->script == files->script);
-  CHECK(again->data == files->data);
+// How often `needle` occurs in `hay`.
+std::size_t count(const std::string& hay, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + needle.size())) ++n;
+  return n;
 }
 
-TEST_CASE("plan text reaches the script only quoted") {
-  CHECK(doc::gnuplot_quote("it's") == "'it''s'");
-  CHECK(doc::gnuplot_quote("a\nsystem('x')") == "'a system(''x'')'");
+TEST_CASE("the SVG plot: one series per variant, a point with CI whiskers per x value, deterministic") {
+  auto p = plot_plan();
+  CHECK_FALSE(doc::plot_svg(p, {}).has_value());  // nothing measured yet
+  auto svg = doc::plot_svg(p, all_runs(p));
+  REQUIRE(svg.has_value());
+  CHECK(svg->rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  CHECK(svg->ends_with("</svg>\n"));
+  CHECK(count(*svg, "<g class=\"panel\"") == 1);  // one metric with better:
+  CHECK(svg->find("data-metric=\"t\"") != std::string::npos);
+  CHECK(svg->find("t (us): median with 95% CI, lower is better") != std::string::npos);
+  CHECK(count(*svg, "<g class=\"series\"") == 2);
+  CHECK(svg->find("data-variant=\"warps=4\"") != std::string::npos);
+  CHECK(svg->find("data-variant=\"warps=8\"") != std::string::npos);
+  CHECK(count(*svg, "<g class=\"point\"") == 6);  // 2 variants x 3 batches
+  CHECK(count(*svg, "<path class=\"ci\"") == 6);
+  CHECK(count(*svg, "<g class=\"entry\"") == 2);  // the legend
+  CHECK(svg->find("batch (log scale)") != std::string::npos);  // 16..128
+  // The median of 100..107 is 103.5, its 95% CI [100, 106] from stats::median_ci at n=8.
+  CHECK(svg->find("data-x=\"16\" data-median=\"103.5\" data-lo=\"100\" data-hi=\"106\"") != std::string::npos);
+  CHECK(doc::plot_svg(p, all_runs(p)) == svg);
+  // A failed cell's latest run is not plotted.
+  auto runs = all_runs(p);
+  runs[5].data.outcome = runner::Outcome::fail;
+  CHECK(count(*doc::plot_svg(p, runs), "<g class=\"point\"") == 5);
+}
+
+TEST_CASE("plan text reaches the SVG only escaped") {
+  CHECK(doc::xml_escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
+  CHECK(doc::xml_escape("tab\there\x01") == "tab here ");
+  CHECK(doc::xml_escape("caf\xC3\xA9 \xFF \xC0\x80") == "caf\xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: invalid
   auto p = plan::parse_plan(R"(experiment: q
 doc: AB.md
-axes: {"v": ["a'; system('touch x'); '", "b"], n: [1]}
+axes: {"v": ["</text><script>x</script>", "b&c"]}
 command: bench
-metrics: {t: {json: t, better: lower}}
+metrics: {t: {json: t, better: higher, unit: "µs<&>"}}
 )",
                             "abtrack.yaml", std::filesystem::temp_directory_path());
-  auto r1 = rec(p, 1, p.cells()[0], {1, 2, 3});
-  CHECK(doc::plot_x_axis(p) == 1);
-  auto p2 = plan::parse_plan(R"(experiment: q
-doc: AB.md
-axes: {"v": ["a'; system('touch x'); '", "b"]}
-command: bench
-metrics: {t: {json: t, better: lower}}
-)",
-                             "abtrack.yaml", std::filesystem::temp_directory_path());
-  p = p2;
-  r1 = rec(p, 1, p.cells()[0], {1, 2, 3});
-  auto files = doc::plot_files(p, {r1});
-  REQUIRE(files.has_value());
-  CHECK(files->script.find("'a''; system(''touch x''); ''' 0") != std::string::npos);  // categorical x: tic labels
-  CHECK(files->script.find("system('touch") == std::string::npos);
+  auto r1 = rec(p, 1, p.cells()[0], {});
+  r1.data.samples = {{"t", {1, 2, 3}}};
+  auto r2 = rec(p, 2, p.cells()[1], {});
+  r2.data.samples = {{"t", {2, 3, 4}}};
+  auto svg = doc::plot_svg(p, {r1, r2});
+  REQUIRE(svg.has_value());
+  CHECK(svg->find("<script") == std::string::npos);
+  CHECK(svg->find("&lt;/text&gt;&lt;script&gt;x&lt;/script&gt;") != std::string::npos);  // a categorical x tick
+  CHECK(svg->find("b&amp;c") != std::string::npos);
+  CHECK(svg->find("t (µs&lt;&amp;&gt;): median with 95% CI, higher is better") != std::string::npos);
+  CHECK(count(*svg, "<g class=\"series\"") == 1);  // one axis: one series, named after the metric
+  CHECK(count(*svg, "<g class=\"point\"") == 2);
 }
 
 TEST_CASE("the summary warns about identical artifacts of different variants and mixed machines") {

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/plot.hpp"
 #include "doc/plot.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
@@ -198,8 +197,8 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     gitstore::Change change;
     change.message = commit_message(ctx.plan, rec);
     change.files.emplace_back(record::record_path(rec.experiment, rec.run), record::to_json(rec));
-    // The plot travels in the same commit; without gnuplot an earlier plot stays (and stays linked).
-    auto svg = render_plot(ctx.plan, records);
+    // The plot travels in the same commit; with nothing to plot an earlier plot stays (and stays linked).
+    auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
     change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));

@@ -14,12 +14,82 @@
 namespace abtrack::doc {
 namespace {
 
-// Enough digits to tell samples apart, few enough to be stable across libc versions.
-std::string num(double v) { return fmt::format("{:.10g}", v); }
-
 struct Point {
-  double x, median, lo, hi;
+  double x;          // position on the axis (the value, or the index of a categorical value)
+  std::string text;  // the axis value as the plan spells it
+  double median, lo, hi;
 };
+
+// Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), minus the
+// yellow that vanishes on white; past seven variants the dash pattern tells lines apart.
+constexpr std::string_view kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
+constexpr std::string_view kDashes[] = {"", "6 3", "2 2", "8 3 2 3"};
+
+constexpr double kPanelHeight = 340, kPlotLeft = 78, kPlotWidth = 480, kPlotTop = 44, kPlotBottom = 282;
+constexpr double kCharWidth = 6.4;  // mean advance of an 11 px sans-serif glyph, for sizing the legend
+constexpr std::size_t kLegendChars = 40;
+
+// Coordinates with one decimal: enough for a screen, stable across libc versions.
+std::string px(double v) { return fmt::format("{:.1f}", v); }
+// Values shown to people and kept in data-* attributes.
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+
+// Decodes one UTF-8 sequence at s[i]; returns its code point and length, or -1 when invalid
+// (overlong forms and surrogates included).
+std::pair<long, std::size_t> decode_utf8(std::string_view s, std::size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return {c, 1};
+  std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return {-1, 1};
+  long cp = c & (0x3F >> (len - 1));
+  for (std::size_t k = 1; k < len; ++k) {
+    auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return {-1, 1};
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  static constexpr long kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {-1, 1};
+  return {cp, len};
+}
+
+std::size_t code_points(std::string_view s) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); i += decode_utf8(s, i).second) ++n;
+  return n;
+}
+
+// At most `max` code points, an ellipsis marking the cut.
+std::string shorten(std::string_view s, std::size_t max) {
+  std::size_t i = 0, n = 0;
+  while (i < s.size() && n + 1 < max) i += decode_utf8(s, i).second, ++n;
+  if (code_points(s) <= max) return std::string(s);
+  return std::string(s.substr(0, i)) + "\xE2\x80\xA6";
+}
+
+// Tick positions at 1, 2 or 5 times a power of ten covering [lo, hi], about `want` of them.
+std::vector<double> nice_ticks(double lo, double hi, int want) {
+  double raw = (hi - lo) / want;
+  double mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = mag * (raw / mag < 1.5 ? 1 : raw / mag < 3 ? 2 : raw / mag < 7 ? 5 : 10);
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9 && out.size() < 50; t += step)
+    out.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  return out;
+}
+
+// A linear map from a padded data range onto pixels.
+struct Scale {
+  double d0, d1, p0, p1;
+  double operator()(double v) const { return p0 + (v - d0) / (d1 - d0) * (p1 - p0); }
+};
+
+Scale padded(double lo, double hi, double pad, double p0, double p1) {
+  if (!(hi > lo)) {
+    double w = lo == 0 ? 1 : std::fabs(lo) * 0.05;
+    return {lo - w, hi + w, p0, p1};
+  }
+  return {lo - (hi - lo) * pad, hi + (hi - lo) * pad, p0, p1};
+}
 
 }  // namespace
 
@@ -51,18 +121,25 @@ std::size_t plot_x_axis(const plan::Plan& plan) {
   return plan.axes.empty() ? 0 : plan.axes.size() - 1;
 }
 
-std::string gnuplot_quote(std::string_view text) {
-  // Inside single quotes gnuplot expands nothing: only the quote itself needs doubling.
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "''";
-    else if (c == '\n' || c == '\r' || c == '\0') out += ' ';
-    else out += c;
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    auto [cp, len] = decode_utf8(text, i);
+    if (cp < 0 || cp == 0xFFFE || cp == 0xFFFF) out += "\xEF\xBF\xBD";  // not a character XML allows
+    else if (cp < 0x20 || cp == 0x7F) out += ' ';
+    else if (cp == '&') out += "&amp;";
+    else if (cp == '<') out += "&lt;";
+    else if (cp == '>') out += "&gt;";
+    else if (cp == '"') out += "&quot;";
+    else if (cp == '\'') out += "&apos;";
+    else out.append(text.substr(i, len));
+    i += len;
   }
-  return out + "'";
+  return out;
 }
 
-std::optional<PlotFiles> plot_files(const plan::Plan& plan, const std::vector<record::Record>& records) {
+std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<record::Record>& records) {
   if (plan.axes.empty()) return std::nullopt;
   std::vector<const plan::Metric*> metrics;
   for (const auto& m : plan.metrics)
@@ -76,9 +153,17 @@ std::optional<PlotFiles> plot_files(const plan::Plan& plan, const std::vector<re
     auto d = util::parse_double(v);
     numeric = numeric && d && std::isfinite(*d);
   }
+  double xmin = 0, xmax = 0;
+  for (std::size_t i = 0; numeric && i < xaxis.values.size(); ++i) {
+    double d = *util::parse_double(xaxis.values[i]);
+    xmin = i == 0 ? d : std::min(xmin, d);
+    xmax = i == 0 ? d : std::max(xmax, d);
+  }
+  const bool log2x = numeric && xmin > 0 && xmax / xmin >= 8;
   auto x_of = [&](const std::string& v) {
-    if (numeric) return *util::parse_double(v);
-    return static_cast<double>(std::find(xaxis.values.begin(), xaxis.values.end(), v) - xaxis.values.begin());
+    if (!numeric) return static_cast<double>(std::find(xaxis.values.begin(), xaxis.values.end(), v) - xaxis.values.begin());
+    double d = *util::parse_double(v);
+    return log2x ? std::log2(d) : d;
   };
 
   auto cells = record::cells_with_runs(plan, records);
@@ -96,9 +181,11 @@ std::optional<PlotFiles> plot_files(const plan::Plan& plan, const std::vector<re
       auto it = pooled.find(m->name);
       if (it == pooled.end() || it->second.empty()) continue;
       double med = stats::median(it->second);
+      if (!std::isfinite(med)) continue;
       auto ci = stats::median_ci(it->second, 0.95);
-      Point p{x_of(c.cell.values[xi]), med, ci.bounded() ? ci.lo : med, ci.bounded() ? ci.hi : med};
-      points[m->name][variant].push_back(p);
+      bool bounded = ci.bounded() && std::isfinite(ci.lo) && std::isfinite(ci.hi);
+      const auto& xv = c.cell.values[xi];
+      points[m->name][variant].push_back({x_of(xv), xv, med, bounded ? ci.lo : med, bounded ? ci.hi : med});
     }
   }
   std::vector<const plan::Metric*> shown;
@@ -106,56 +193,112 @@ std::optional<PlotFiles> plot_files(const plan::Plan& plan, const std::vector<re
     if (points.count(m->name)) shown.push_back(m);
   if (shown.empty()) return std::nullopt;
 
-  PlotFiles out;
-  std::string& s = out.script;
-  s += "# generated by abtrack from the committed run records; regenerated with every run\n";
-  s += fmt::format("set terminal svg size 760,{} noenhanced font 'sans,11' background '#ffffff'\n", 40 + 340 * shown.size());
-  s += fmt::format("set output '{}'\n", kPlotOutput);
-  s += "set encoding utf8\nset grid\nset key outside right top\nset offsets graph 0.04, graph 0.04, graph 0.08, graph 0.08\n";
-  s += fmt::format("set xlabel {}\n", gnuplot_quote(xaxis.name));
-  if (numeric) {
-    double lo = 0, hi = 0;
-    bool first = true;
-    for (const auto& v : xaxis.values) {
-      double d = *util::parse_double(v);
-      lo = first ? d : std::min(lo, d);
-      hi = first ? d : std::max(hi, d);
-      first = false;
-    }
-    if (lo > 0 && hi / lo >= 8) s += "set logscale x 2\n";
-    std::vector<std::string> tics;
-    for (const auto& v : xaxis.values) tics.push_back(fmt::format("{} {}", gnuplot_quote(v), num(x_of(v))));
-    s += fmt::format("set xtics ({})\n", fmt::join(tics, ", "));
-  } else {
-    std::vector<std::string> tics;
-    for (std::size_t i = 0; i < xaxis.values.size(); ++i) tics.push_back(fmt::format("{} {}", gnuplot_quote(xaxis.values[i]), i));
-    s += fmt::format("set xtics ({})\n", fmt::join(tics, ", "));
-  }
-  s += fmt::format("set multiplot layout {},1\n", shown.size());
+  auto legend_label = [&](const std::string& variant, const plan::Metric& m) { return variant.empty() ? m.name : variant; };
+  std::size_t longest = 0;
+  for (const auto* m : shown)
+    for (const auto& [variant, pts] : points[m->name]) longest = std::max(longest, code_points(legend_label(variant, *m)));
+  const double legend_x = kPlotLeft + kPlotWidth + 24;
+  const double width = std::round(legend_x + 34 + kCharWidth * static_cast<double>(std::min(longest, kLegendChars)) + 16);
+  const double height = kPanelHeight * static_cast<double>(shown.size());
+
+  std::string s;
+  s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  s += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+                   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
+                   px(width), px(height));
+  s += "<!-- generated by abtrack from the committed run records; regenerated with every run -->\n";
+  s += fmt::format("<title>{}</title>\n", xml_escape(plan.title.empty() ? plan.experiment : plan.title));
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+
   for (std::size_t mi = 0; mi < shown.size(); ++mi) {
     const auto& m = *shown[mi];
+    const double top = kPanelHeight * static_cast<double>(mi);
+    const double y_top = top + kPlotTop, y_bottom = top + kPlotBottom, x_right = kPlotLeft + kPlotWidth;
     std::string label = m.unit.empty() ? m.name : fmt::format("{} ({})", m.name, m.unit);
-    s += fmt::format("set title {}\n", gnuplot_quote(fmt::format("{}: median with 95% CI, {} is better", label, plan::to_string(m.better))));
-    s += fmt::format("set ylabel {}\n", gnuplot_quote(label));
-    std::vector<std::string> series;
-    std::size_t vi = 0;
-    for (const auto& variant : variants) {
-      ++vi;
-      auto it = points[m.name].find(variant);
+
+    double lo = 0, hi = 0;
+    bool first = true;
+    for (const auto& [variant, pts] : points[m.name])
+      for (const auto& p : pts) {
+        lo = first ? p.lo : std::min(lo, p.lo);
+        hi = first ? p.hi : std::max(hi, p.hi);
+        first = false;
+      }
+    Scale ys = padded(lo, hi, 0.08, y_bottom, y_top);
+    Scale xs = numeric ? padded(log2x ? std::log2(xmin) : xmin, log2x ? std::log2(xmax) : xmax, 0.05, kPlotLeft, x_right)
+                       : Scale{-0.5, static_cast<double>(xaxis.values.size()) - 0.5, kPlotLeft, x_right};
+
+    s += fmt::format("<g class=\"panel\" data-metric=\"{}\">\n", xml_escape(m.name));
+    s += fmt::format("<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">{}: median "
+                     "with 95% CI, {} is better</text>\n",
+                     px(kPlotLeft + kPlotWidth / 2), px(top + 24), xml_escape(label), plan::to_string(m.better));
+    // Grid and y ticks.
+    s += "<g class=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
+    for (double t : nice_ticks(ys.d0, ys.d1, 6)) {
+      double y = ys(t);
+      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
+                       "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
+                       px(kPlotLeft), px(y), px(x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(num(t)));
+    }
+    s += "</g>\n<g class=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
+    // Every axis value is a tick; with many values only every k-th is labelled.
+    std::size_t every = (xaxis.values.size() + 11) / 12;
+    for (std::size_t i = 0; i < xaxis.values.size(); ++i) {
+      double x = xs(x_of(xaxis.values[i]));
+      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", px(x), px(y_top), px(y_bottom));
+      if (i % every == 0)
+        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333333\">{}</text>", px(x),
+                         px(y_bottom + 16), xml_escape(shorten(xaxis.values[i], 16)));
+      s += "\n";
+    }
+    s += "</g>\n";
+    s += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555555\"/>\n",
+                     px(kPlotLeft), px(y_top), px(kPlotWidth), px(y_bottom - y_top));
+    s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(kPlotLeft + kPlotWidth / 2),
+                     px(y_bottom + 38), xml_escape(xaxis.name), log2x ? " (log scale)" : "");
+    s += fmt::format("<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
+                     px(18), px((y_top + y_bottom) / 2), xml_escape(label));
+
+    // Series, then the legend, in variant order (colours stay with a variant across panels).
+    std::string legend;
+    double legend_y = y_top + 8;
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      auto it = points[m.name].find(variants[vi]);
       if (it == points[m.name].end()) continue;
       auto pts = it->second;
       std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
-      std::string name = fmt::format("m{}_v{}.dat", mi + 1, vi);
-      std::string data;
-      for (const auto& p : pts) data += fmt::format("{}\t{}\t{}\t{}\n", num(p.x), num(p.median), num(p.lo), num(p.hi));
-      out.data.emplace_back(name, data);
-      series.push_back(fmt::format("'{}' using 1:2:3:4 with yerrorlines lw 1.5 pt 7 ps 0.7 title {}", name,
-                                   gnuplot_quote(variant.empty() ? m.name : variant)));
+      std::string name = legend_label(variants[vi], m);
+      auto colour = kColours[vi % std::size(kColours)];
+      auto dash = kDashes[(vi / std::size(kColours)) % std::size(kDashes)];
+      std::string dash_attr = dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", dash);
+      s += fmt::format("<g class=\"series\" data-variant=\"{}\" stroke=\"{}\" fill=\"{}\">\n<title>{}</title>\n", xml_escape(variants[vi]),
+                       colour, colour, xml_escape(name));
+      std::vector<std::string> line;
+      for (const auto& p : pts) line.push_back(px(xs(p.x)) + "," + px(ys(p.median)));
+      s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr, fmt::join(line, " "));
+      for (const auto& p : pts) {
+        double x = xs(p.x), y = ys(p.median);
+        s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
+                         "95% CI [{}, {}]</title>",
+                         xml_escape(p.text), num(p.median), num(p.lo), num(p.hi), xml_escape(variants[vi]),
+                         variants[vi].empty() ? "" : ", ", xml_escape(xaxis.name + "=" + p.text), num(p.median), num(p.lo), num(p.hi));
+        if (p.hi > p.lo)
+          s += fmt::format("<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(x),
+                           px(ys(p.lo)), px(ys(p.hi)), px(x - 4), px(x + 4));
+        s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" stroke=\"#ffffff\" stroke-width=\"0.8\"/></g>\n", px(x), px(y));
+      }
+      s += "</g>\n";
+      legend += fmt::format("<g class=\"entry\" stroke=\"{0}\" fill=\"{0}\"><line x1=\"{1}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" "
+                            "stroke-width=\"1.8\"{4}/><circle cx=\"{5}\" cy=\"{2}\" r=\"3.2\"/><text x=\"{6}\" y=\"{7}\" stroke=\"none\" "
+                            "fill=\"#222222\">{8}</text></g>\n",
+                            colour, px(legend_x), px(legend_y), px(legend_x + 24), dash_attr, px(legend_x + 12), px(legend_x + 30),
+                            px(legend_y + 4), xml_escape(shorten(name, kLegendChars)));
+      legend_y += 18;
     }
-    s += fmt::format("plot {}\n", fmt::join(series, ", \\\n     "));
+    s += "<g class=\"legend\">\n" + legend + "</g>\n</g>\n";
   }
-  s += "unset multiplot\n";
-  return out;
+  s += "</svg>\n";
+  return s;
 }
 
 }  // namespace abtrack::doc

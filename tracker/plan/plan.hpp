@@ -107,7 +107,7 @@ struct Plan {
   std::vector<Gate> gates;
   std::optional<Model> model;
   std::vector<std::string> artifacts;  // repo-relative paths with {axis}; hashed after each run
-  bool plot = true;                    // `plot: false`: no SVG plot (saves a gnuplot start per run)
+  bool plot = true;                    // `plot: false`: no SVG plot beside the document
   int jobs = 1;                    // cells run at once by the local executor
   std::vector<std::string> gpus;   // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
   ExecutorKind executor = ExecutorKind::local;
