@@ -153,6 +153,10 @@ class Repository {
   std::filesystem::path m_workdir;
 };
 
+// How many times libgit2 asked to load CA certificates and was given none (see repository.cpp):
+// 1 once a Repository was opened, when libgit2 is linked statically with the wrappers; else 0.
+int ca_certificate_loads_skipped();
+
 // Frees a tree (nullptr is fine).
 void free_tree(git_tree* tree);
 
