@@ -54,7 +54,11 @@ endif()
 
 # Fewer relocations and less symbol lookup at start-up, whatever is shared.
 add_link_options(-Wl,-O1 -Wl,--as-needed)
-# The C++ runtime statically too, except under the sanitizers (their runtimes expect the shared one).
+# The abtrack executable, except under the sanitizers (their runtimes expect the shared C++
+# runtime and a PIE): the C++ runtime statically too, and not position-independent, which
+# spares the loader ~25,000 relative relocations and the copy-on-write faults they cause
+# (~0.6 ms of every invocation here). abtrack is a local command-line tool; its libraries are
+# still loaded at random addresses.
 if(ABTRACK_STATIC_DEPS AND NOT ABTRACK_SANITIZE AND NOT ABTRACK_ENABLE_FUZZ)
-  set(ABTRACK_STATIC_RUNTIME -static-libstdc++ -static-libgcc)
+  set(ABTRACK_EXE_LINK_OPTIONS -static-libstdc++ -static-libgcc -no-pie)
 endif()

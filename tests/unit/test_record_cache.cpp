@@ -66,9 +66,9 @@ TEST_CASE("the cache file survives a torn tail and a foreign file") {
   }
   {
     record::RecordCache c(file);
-    REQUIRE(c.find("oid1"));
-    CHECK(c.find("oid2")->run == 2);
-    CHECK_FALSE(c.find("oid3"));
+    REQUIRE(c.get("oid1"));
+    CHECK(c.get("oid2")->run == 2);
+    CHECK_FALSE(c.get("oid3"));
   }
   CHECK(fs::file_size(file) == size);  // the torn tail was cut off
   {
@@ -76,6 +76,38 @@ TEST_CASE("the cache file survives a torn tail and a foreign file") {
     out << "not a cache";
   }
   record::RecordCache foreign(file);
-  CHECK_FALSE(foreign.find("oid1"));
+  CHECK_FALSE(foreign.get("oid1"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a corrupt frame is a miss, re-inserted and found again after a reopen") {
+  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-corrupt";
+  fs::remove_all(dir);
+  fs::path file = dir / "occ.records";
+  {
+    record::RecordCache c(file);
+    c.insert("oid1", sample_record(1));
+    c.insert("oid2", sample_record(2));
+    CHECK(c.get("oid2")->run == 2);  // found before it is saved
+    c.save();
+    c.save();  // nothing new: nothing appended
+  }
+  auto size = fs::file_size(file);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size) - 3);  // inside oid2's frame
+    f.put('\x7f');
+  }
+  {
+    record::RecordCache c(file);
+    CHECK(c.get("oid1")->run == 1);
+    CHECK_FALSE(c.get("oid2"));  // its checksum no longer matches
+    c.insert("oid2", sample_record(2));
+    c.save();
+  }
+  CHECK(fs::file_size(file) > size);
+  record::RecordCache again(file);
+  CHECK(again.get("oid2")->run == 2);  // the appended frame wins
+  CHECK(again.get("oid1")->run == 1);
   fs::remove_all(dir);
 }

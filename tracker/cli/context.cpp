@@ -35,18 +35,22 @@ Context open_context(const GlobalOptions& g) {
 std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree) {
   std::vector<record::Record> out;
   const std::string dir = ctx.plan.runs_dir();
-  for (const auto& e : tree.list(dir)) {
+  auto entries = tree.list(dir);
+  out.reserve(entries.size());
+  for (const auto& e : entries) {
     if (!record::run_number_of(e.name)) continue;
-    const record::Record* r = ctx.cache->find(e.oid);
-    if (!r) {
-      ctx.cache->insert(e.oid, record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
-      r = ctx.cache->find(e.oid);
+    if (auto cached = ctx.cache->get(e.oid)) {
+      out.push_back(std::move(*cached));
+      continue;
     }
-    out.push_back(*r);
+    out.push_back(record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+    ctx.cache->insert(e.oid, out.back());
   }
   ctx.cache->save();
   util::trace("records loaded");
-  std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
+  // Tree order is name order, which is run order up to 9999 (names widen past it).
+  auto by_run = [](const record::Record& a, const record::Record& b) { return a.run < b.run; };
+  if (!std::is_sorted(out.begin(), out.end(), by_run)) std::sort(out.begin(), out.end(), by_run);
   return out;
 }
 

@@ -99,7 +99,18 @@ void ensure_init() {
   // Shut down at exit, after every Repository (all are locals of commands) is gone: frees
   // libgit2's global and thread-local state (its error buffers), so LeakSanitizer stays quiet.
   struct Library {
-    Library() { git_libgit2_init(); }
+    Library() {
+      git_libgit2_init();
+      // What keeps a step flat as runs/<experiment>/ grows to thousands of records:
+      // - libgit2 re-hashes every object it reads to check its id; git itself does not (the
+      //   content is zlib-checksummed), and a step reads the 1000-entry runs tree several times.
+      git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+      // - it looks up every entry of a tree it writes to check that the object exists; the
+      //   entries are the tip's own plus blobs just written.
+      git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+      // - it caches trees of up to 4 KiB only; the runs tree is ~40 bytes a record.
+      git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, static_cast<std::size_t>(16) << 20);
+    }
     ~Library() { git_libgit2_shutdown(); }
   };
   static const Library library;

@@ -169,63 +169,87 @@ std::pair<std::string, Record> decode_frame(std::string_view payload) {
   return {std::move(oid), std::move(r)};
 }
 
+namespace {
+
+// The blob id a frame's payload starts with (see encode_frame), or nullopt when malformed.
+std::optional<std::string_view> frame_oid(std::string_view payload) {
+  std::uint32_t n;
+  if (payload.size() < sizeof n) return std::nullopt;
+  std::memcpy(&n, payload.data(), sizeof n);
+  if (payload.size() - sizeof n < n) return std::nullopt;
+  return payload.substr(sizeof n, n);
+}
+
+}  // namespace
+
 RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
-  std::string data;
   try {
-    std::error_code ec;
-    if (!std::filesystem::exists(m_file, ec)) return;
-    data = util::read_file(m_file);
+    m_data = util::read_file(m_file);
   } catch (const std::exception&) {
-    return;
+    return;  // no cache yet
   }
-  if (!std::string_view(data).starts_with(kMagic)) {
+  if (!std::string_view(m_data).starts_with(kMagic)) {
     std::filesystem::remove(m_file);  // foreign or older format: start over
+    m_data.clear();
     return;
   }
+  // Only the frames' lengths and ids are read here: a history of thousands of runs is indexed
+  // in microseconds, and each record is decoded once, straight into the caller's vector.
   std::size_t pos = kMagic.size();
-  while (pos + 8 <= data.size()) {
-    std::uint32_t len, sum;
-    std::memcpy(&len, data.data() + pos, 4);
-    std::memcpy(&sum, data.data() + pos + 4, 4);
-    if (pos + 8 + len > data.size()) break;
-    std::string_view payload(data.data() + pos + 8, len);
-    if (fnv1a(payload) != sum) break;
-    try {
-      auto [oid, rec] = decode_frame(payload);
-      m_records.insert_or_assign(std::move(oid), std::move(rec));
-    } catch (const std::exception&) {
-      break;
-    }
+  while (pos + 8 <= m_data.size()) {
+    std::uint32_t len;
+    std::memcpy(&len, m_data.data() + pos, 4);
+    if (m_data.size() - pos - 8 < len) break;
+    auto oid = frame_oid(std::string_view(m_data).substr(pos + 8, len));
+    if (!oid) break;
+    m_frames.insert_or_assign(std::string(*oid), Span{pos + 8, len});
     pos += 8 + len;
   }
   // A torn tail (killed mid-append) would hide every later frame: cut it off.
-  if (pos != data.size()) ::truncate(m_file.c_str(), static_cast<off_t>(pos));
+  if (pos != m_data.size()) {
+    [[maybe_unused]] int rc = ::truncate(m_file.c_str(), static_cast<off_t>(pos));
+    m_data.resize(pos);
+  }
+  m_saved = m_data.size();
 }
 
-const Record* RecordCache::find(const std::string& oid) const {
-  auto it = m_records.find(oid);
-  return it == m_records.end() ? nullptr : &it->second;
+std::optional<Record> RecordCache::get(const std::string& oid) const {
+  auto it = m_frames.find(oid);
+  if (it == m_frames.end()) return std::nullopt;
+  std::string_view payload(m_data.data() + it->second.offset, it->second.size);
+  std::uint32_t sum;
+  std::memcpy(&sum, m_data.data() + it->second.offset - 4, 4);
+  if (fnv1a(payload) != sum) return std::nullopt;
+  try {
+    auto [frame_id, rec] = decode_frame(payload);
+    if (frame_id != oid) return std::nullopt;
+    return std::move(rec);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
-void RecordCache::insert(const std::string& oid, Record r) {
-  m_records.insert_or_assign(oid, std::move(r));
-  m_added.push_back(oid);
+void RecordCache::insert(const std::string& oid, const Record& r) {
+  if (m_data.empty()) m_data = kMagic;
+  std::string frame = encode_frame(oid, r);
+  m_frames.insert_or_assign(oid, Span{m_data.size() + 8, frame.size() - 8});
+  m_data += frame;
 }
 
 void RecordCache::save() noexcept {
-  if (m_added.empty()) return;
+  if (m_data.size() <= m_saved) return;
   try {
     std::error_code ec;
     std::filesystem::create_directories(m_file.parent_path(), ec);
     int fd = ::open(m_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return;
-    std::string out;
-    if (::lseek(fd, 0, SEEK_END) == 0) out = kMagic;
-    for (const auto& oid : m_added) out += encode_frame(oid, m_records.at(oid));
+    // A file another process started meanwhile already has the magic line.
+    std::string_view out(m_data);
+    out.remove_prefix(m_saved == 0 && ::lseek(fd, 0, SEEK_END) != 0 ? kMagic.size() : m_saved);
     // One write with O_APPEND: concurrent writers never interleave inside it.
     [[maybe_unused]] auto n = ::write(fd, out.data(), out.size());
     ::close(fd);
-    m_added.clear();
+    m_saved = m_data.size();
   } catch (const std::exception&) {
   }
 }

@@ -3,8 +3,9 @@
 // read and parse only the records that are new since the last command (a history of
 // thousands of runs stays cheap). Only a cache: the records in git are the truth.
 #include <filesystem>
-#include <map>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "record/record.hpp"
@@ -13,20 +14,26 @@ namespace abtrack::record {
 
 class RecordCache {
  public:
-  // Reads the cache file when it exists. A missing or foreign file is an empty cache; a torn
-  // or corrupt tail is dropped (a process killed while appending).
+  // Reads the cache file when it exists and indexes its frames by blob id (a frame is decoded
+  // only when asked for). A missing or foreign file is an empty cache; a torn tail is dropped
+  // (a process killed while appending).
   explicit RecordCache(std::filesystem::path file);
-  // The record of blob `oid`, if cached.
-  const Record* find(const std::string& oid) const;
+  // The record of blob `oid`, decoded from its frame; nullopt when not cached (or when its
+  // frame is corrupt: the caller parses the record again and inserts it).
+  std::optional<Record> get(const std::string& oid) const;
   // Adds a parsed record (appended to the file on save()).
-  void insert(const std::string& oid, Record r);
+  void insert(const std::string& oid, const Record& r);
   // Appends what was added, in one write. Failing to write only costs speed: never throws.
   void save() noexcept;
 
  private:
+  struct Span {
+    std::size_t offset, size;  // of a frame's payload in m_data
+  };
   std::filesystem::path m_file;
-  std::map<std::string, Record> m_records;
-  std::vector<std::string> m_added;
+  std::string m_data;          // the file's frames, then the frames added since
+  std::size_t m_saved = 0;     // bytes of m_data that are in the file
+  std::unordered_map<std::string, Span> m_frames;  // blob id -> its latest frame
 };
 
 // The fields a document, status and comparisons use, as one binary frame, and back.

@@ -22,9 +22,9 @@ std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<
 std::vector<const Record*> CellRuns::pool() const {
   std::vector<const Record*> out;
   if (runs.empty()) return out;
-  const std::string code = runs.back()->code.trailer();
+  const Code& code = runs.back()->code;
   for (const auto* r : runs)
-    if (r->code.trailer() == code) out.push_back(r);
+    if (r->code.same_identity(code)) out.push_back(r);
   return out;
 }
 

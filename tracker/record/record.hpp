@@ -24,6 +24,8 @@ struct Code {
   std::string snapshot;  // 40 hex digits when dirty
   // The Abtrack-Code trailer value: "<commit>" or "<commit> +snapshot <sha>" ("unborn" for none).
   std::string trailer() const;
+  // Whether both name the same code (equal trailers), without building the strings.
+  bool same_identity(const Code& other) const { return commit == other.commit && snapshot == other.snapshot; }
 };
 
 // One metric of a run compared with the same metric of its baseline cell.

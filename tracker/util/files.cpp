@@ -18,10 +18,26 @@ namespace abtrack::util {
 namespace fs = std::filesystem;
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(Exit::environment, fmt::format("cannot read {}", path.string()));
+  // Whole reads, not an istreambuf_iterator's character at a time: the record cache of a long
+  // history is hundreds of KB and is read by every command.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  struct stat st {};
+  std::string data;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   return data;
 }
 
