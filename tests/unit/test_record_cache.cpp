@@ -49,16 +49,26 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
   CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
 }
 
-TEST_CASE("the cache file survives a torn tail and a foreign file") {
-  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache";
+namespace {
+// A fresh cache file in its own folder under the temp folder, holding records 1 and 2 as
+// blobs oid1 and oid2.
+fs::path cache_with_two_records(const std::string& folder) {
+  fs::path dir = fs::temp_directory_path() / folder;
   fs::remove_all(dir);
   fs::path file = dir / "occ.records";
-  {
-    record::RecordCache c(file);
-    c.insert("oid1", sample_record(1));
-    c.insert("oid2", sample_record(2));
-    c.save();
-  }
+  record::RecordCache c(file);
+  c.insert("oid1", sample_record(1));
+  c.insert("oid2", sample_record(2));
+  CHECK(c.get("oid2")->run == 2);  // found before it is saved
+  c.save();
+  c.save();  // nothing new: nothing appended
+  return file;
+}
+}  // namespace
+
+TEST_CASE("the cache file survives a torn tail and a foreign file") {
+  fs::path file = cache_with_two_records("abtrack-unit-cache");
+  fs::path dir = file.parent_path();
   auto size = fs::file_size(file);
   {
     std::ofstream out(file, std::ios::app | std::ios::binary);
@@ -81,17 +91,8 @@ TEST_CASE("the cache file survives a torn tail and a foreign file") {
 }
 
 TEST_CASE("a corrupt frame is a miss, re-inserted and found again after a reopen") {
-  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-corrupt";
-  fs::remove_all(dir);
-  fs::path file = dir / "occ.records";
-  {
-    record::RecordCache c(file);
-    c.insert("oid1", sample_record(1));
-    c.insert("oid2", sample_record(2));
-    CHECK(c.get("oid2")->run == 2);  // found before it is saved
-    c.save();
-    c.save();  // nothing new: nothing appended
-  }
+  fs::path file = cache_with_two_records("abtrack-unit-cache-corrupt");
+  fs::path dir = file.parent_path();
   auto size = fs::file_size(file);
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
