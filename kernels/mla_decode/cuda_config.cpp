@@ -16,12 +16,10 @@ std::string validate_config(const CudaConfig& c) {
 
 std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   // Must match the carve-up in mla_decode_kernels.cu.
-  const std::size_t row = (kDimQk + 8) * 2;  // padded bf16 row: 1168 bytes
   std::size_t bytes = 0;
-  bytes += kHeadsPerCta * row;                                                   // Q
-  bytes += static_cast<std::size_t>(c.tile) * row;                               // bf16 K/V tile
-  bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw ring
-  // The f32 S partials (warps/2 x 32 x (T+4)) reuse the raw slot of the tile being computed.
+  bytes += 2 * (kDimQk / 16) * 32 * 16;                                          // Q A fragments
+  bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw fp8 ring
+  bytes += static_cast<std::size_t>(4) * kHeadsPerCta * (c.tile + 4) * 4;        // f32 S partials (4 k parts)
   bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;            // P (bf16)
   bytes += 3 * kHeadsPerCta * 4;                                                 // alpha, m, l
   bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;               // indices
@@ -35,7 +33,7 @@ Feasibility cuda_feasibility(const CudaConfig& c, int tiles_per_split, std::size
     f.feasible = false;
     f.why = "shared memory " + std::to_string(f.smem_bytes) + " bytes per CTA (stages " +
             std::to_string(c.stages) + " x tile " + std::to_string(c.tile) +
-            " x 656 B ring + tile + Q + P + " + std::to_string(tiles_per_split * c.tile) +
+            " x 656 B ring + S partials + Q + P + " + std::to_string(tiles_per_split * c.tile) +
             " indices) exceeds the per-block limit of " + std::to_string(smem_limit) + " bytes";
   }
   return f;

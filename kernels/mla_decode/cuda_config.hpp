@@ -28,9 +28,9 @@ inline constexpr std::size_t kSm90SmemOptin = 232448;  // 227 KB, the sm_90 per-
 // "" when the knob values are in the family, else what is wrong (e.g. "warps must be 4 or 8").
 std::string validate_config(const CudaConfig& config);
 
-// Dynamic shared memory of one CTA: Q (32 x 1168 B) + bf16 K tile (T x 1168 B) + raw ring
-// (stages x T x 656 B; the f32 S partials live in the slot being computed) + P + row statistics
-// + the split's indices (4 B per slot).
+// Dynamic shared memory of one CTA: Q's A fragments (36,864 B) + raw fp8 ring (stages x T x
+// 656 B) + f32 S partials of the 4 k parts (4 x 32 x (T+4) x 4 B) + P (32 x (T+8) bf16) + row
+// statistics + the split's indices (4 B per slot).
 std::size_t cuda_smem_bytes(const CudaConfig& config, int tiles_per_split);
 
 // Whether the configuration fits a per-block limit of `smem_limit` bytes; `why` says how not.

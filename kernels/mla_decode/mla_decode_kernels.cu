@@ -1,9 +1,15 @@
 // Sparse MLA FP8 decode for Hopper (sm_90): one CTA per (batch row, 32 heads, split).
-// Per tile of T gathered tokens: 16-byte cp.async gathers into a ring of `stages` raw buffers
-// (all of them in flight while a tile is computed),
-// dequant to a bf16 tile in shared memory, S = Q K^T (mma.sync m16n8k16, f32 accumulate; warps
-// split into 2 n-groups x warps/2 k parts, partial S tiles written into the consumed raw slot),
-// online softmax in the log2 domain, O += P V (mma.sync, V via ldmatrix.trans).
+// Per tile of T gathered tokens: 16-byte cp.async gathers (invalid slots zero-filled) into a
+// ring of `stages` raw fp8 buffers, stages-1 tiles in flight while one is computed. Both
+// products read the raw fp8 rows straight into mma.sync m16n8k16 fragments (bf16 in, f32
+// accumulate) and dequantize in registers; nothing is staged as bf16 in shared memory:
+//   S = Q K^T: warps = 2 n-groups x W/2 k parts; each k part owns whole 128-value scale groups,
+//     its lanes read 4 fp8 bytes per token and k16 step, and Q's fragments use the same k order
+//     (8 warps keep them in registers). The W/2 partial S tiles meet in shared memory.
+//   online softmax in the log2 domain -> P (bf16) in shared memory,
+//   O += P V: a warp owns 512/W columns; per 16 tokens a lane loads one word from each of its
+//     four B-fragment rows and a byte permute turns them into four n-tiles' B fragments.
+// Three barriers per tile (four with one stage). A combine kernel merges the splits.
 #include "mla_decode_kernels.cuh"
 
 #include <cuda_fp16.h>
@@ -17,7 +23,7 @@ constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
 constexpr int kTokenBytes = 656;
 constexpr int kChunks = kTokenBytes / 16;  // 41 16-byte chunks per token row
-constexpr int kRowBytes = (kDimQk + 8) * 2;  // padded bf16 row: 1168 B (conflict-free ldmatrix)
+constexpr int kKTotal = kDimQk / 16;        // 36 k16 steps: 32 fp8 (4 scale groups of 8), 4 bf16 rope
 constexpr int kHeads = 32;                   // heads per CTA
 constexpr float kMinusBig = -1e30f;
 
@@ -25,8 +31,9 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+// src_size 0 reads nothing and writes 16 zero bytes.
+__device__ __forceinline__ void cp_async_16_zfill(void* dst, const void* src, int src_size) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_size));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait(int pending) {
@@ -42,15 +49,6 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
-__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-
 // d += a * b, m16n8k16, bf16 inputs, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                                          std::uint32_t b1) {
@@ -104,50 +102,134 @@ __device__ __forceinline__ uint4 dequant8(uint2 raw, float scale, bool bits) {
   return r;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
+// Warp roles and shared-memory carve-up of one (warps, tile) instantiation.
 template <int W, int T>
 struct Layout {
   static constexpr int kThreads = W * 32;
-  // S = Q K^T: a warp owns both m-tiles (all 32 heads) and kNTW n-tiles (8 tokens each) of one of
-  // two n-groups, over 36 / kKSplit of the k16 steps; the kKSplit partial S tiles are summed by
-  // the softmax. Per k step a warp loads 2 A (ldmatrix x4) + kNTW/2 B (x4) for 2 * kNTW mma.
-  static constexpr int kNT = T / 8;                                     // n-tiles of S
-  static constexpr int kNGroups = 2;
-  static constexpr int kNTW = kNT / kNGroups;                           // n-tiles per warp: 1, 2, 4
-  static constexpr int kKSplit = W / kNGroups;                          // 2 (4 warps) or 4 (8 warps)
-  static constexpr int kKSteps = (kDimQk / 16) / kKSplit;               // k16 steps per warp: 18 or 9
-  static constexpr int kSStride = T + 4;                                // floats
-  static constexpr int kPStride = T + 8;                                // bf16
-  static constexpr int kRowsPerWarp = kHeads / W;                       // softmax rows per warp
-  static constexpr int kPasses = kRowsPerWarp / 4;                      // 4 rows (8 lanes each) per pass
-  static constexpr int kCols = kDimV / W;                               // PV columns per warp
-  static constexpr int kNTiles = kCols / 8;
-  static_assert(kKSplit * kKSteps * 16 == kDimQk, "k steps split evenly over warps");
+  // S = Q K^T: warp = (n-group, k part). Four k parts, each owning one 128-value fp8 scale group
+  // (8 k16 steps) and one of the 4 bf16 rope steps, so the group's scale multiplies the part's
+  // f32 result once per token instead of every value; W/4 n-groups of T/8/(W/4) n-tiles.
+  static constexpr int kKSplit = 4;
+  static constexpr int kNGroups = W / kKSplit;               // 1 (4 warps) or 2 (8 warps)
+  static constexpr int kKSteps = 9;                          // 8 fp8 + 1 rope per k part
+  static constexpr int kNT = T / 8;                          // n-tiles of S
+  static constexpr int kNTW = kNT / kNGroups;                // n-tiles per warp
+  static constexpr int kQBytes = 2 * kKTotal * 32 * 16;      // Q A fragments, fragment order
+  static constexpr int kSStride = T + 4;                     // floats
+  static constexpr int kPStride = T + 8;                     // bf16
+  static constexpr int kRowsPerWarp = kHeads / W;            // softmax rows per warp
+  static constexpr int kPasses = kRowsPerWarp / 4;           // 4 rows (8 lanes each) per pass
+  static constexpr int kCols = kDimV / W;                    // P V columns per warp: 128 or 64
+  static constexpr int kDBlocks = kCols / 32;                // 32-column blocks (4 n-tiles each)
+  static constexpr int kNTiles = kDBlocks * 4;
+  static_assert(kKSplit * kKSteps == kKTotal, "k steps split evenly over warps");
   static_assert(kNTW * kNGroups == kNT, "n-tiles split evenly over n-groups");
-  static_assert(kNTiles % 2 == 0, "PV n-tiles come in pairs");
-  // The partial S tiles live in the raw ring slot of the tile being computed (consumed by then).
-  static_assert(kKSplit * kHeads * kSStride * 4 <= T * kTokenBytes, "S partials fit a raw slot");
+  static_assert(128 % kCols == 0, "a warp's P V columns share one scale group");
 };
 
-template <int W, int T>
-// 8 warps: cap registers at 128 so that two CTAs can share an SM when shared memory allows.
-__global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(const KernelParams p) {
+// Q is stored scaled by 2^100 (exact in bf16) so that products with the bit-trick K values
+// (true value * 2^-120 / scale) stay normal f32 numbers; S is scaled back in the softmax.
+constexpr float kQScale = 0x1.0p100f;
+constexpr float kSUnscale = 0x1.0p-100f;
+
+// The k16 step (0..35) that step i of k part kp computes: its fp8 group, then its rope step.
+__device__ __forceinline__ int kstep_of(int kp, int i) { return i < 8 ? 8 * kp + i : 32 + kp; }
+
+// The A fragment of Q (scaled by 2^100) for m-tile mt and k16 step j, in the k order of the B
+// fragments: lane (g, t4) covers dims 16j + 4t4 .. +3 of head rows g and g + 8, with mma k
+// indices (2t4, 2t4+1) = dims (4t4, 4t4+2) and (2t4+8, 2t4+9) = dims (4t4+1, 4t4+3): the even
+// and odd bytes of a K word, which the bit trick produces without a byte permute. Rows past
+// `heads` are zero.
+__device__ __forceinline__ uint4 load_q_frag(const KernelParams& p, int b, int head0, int mt, int j, int lane) {
+  const int h0 = head0 + mt * 16 + (lane >> 2);
+  const int d = 16 * j + 4 * (lane & 3);
+  uint2 r0 = make_uint2(0, 0), r1 = r0;
+  const __nv_bfloat16* q = p.q + static_cast<std::size_t>(b) * p.heads * kDimQk + d;
+  if (h0 < p.heads) r0 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0) * kDimQk));
+  if (h0 + 8 < p.heads) r1 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0 + 8) * kDimQk));
+  const __nv_bfloat162 s2 = __float2bfloat162_rn(kQScale);
+  auto even = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x5410)), s2)); };
+  auto odd = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x7632)), s2)); };
+  return make_uint4(even(r0), even(r1), odd(r0), odd(r1));
+}
+
+// Four fp8 K values of one token (dims 4t4 .. 4t4+3 of a k16 step), unscaled, as the B
+// fragment (b0 = bytes 0 and 2, b1 = bytes 1 and 3). bits: sign to bit 15, exponent|mantissa to
+// bits 4..10 (the value times 2^-120, subnormals included); cvt: cvt.rn.f16x2.e4m3x2 (exact)
+// then bf16 (exact: e4m3 values fit bf16).
+__device__ __forceinline__ void dequant4_split(std::uint32_t w, bool bits, std::uint32_t& b0, std::uint32_t& b1) {
+  if (bits) {
+    b0 = ((w << 8) & 0x80008000u) | ((w << 4) & 0x07f007f0u);
+    b1 = (w & 0x80008000u) | ((w >> 4) & 0x07f007f0u);
+    return;
+  }
+  auto pair = [](std::uint32_t two) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    return as_u32(__floats2bfloat162_rn(f.x, f.y));
+  };
+  b0 = pair(__byte_perm(w, 0, 0x0020));
+  b1 = pair(__byte_perm(w, 0, 0x0031));
+}
+
+// d += a * b with mma.sync, or (kFma, the negative control) the same product from the same
+// fragments with shuffles and scalar FMAs. All 32 lanes must call it.
+template <bool kFma>
+__device__ __forceinline__ void mma_or_fma(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                           std::uint32_t b1) {
+  if constexpr (!kFma) {
+    mma_bf16(d, a, b0, b1);
+  } else {
+    const int lane = threadIdx.x & 31;
+    const int g = lane >> 2;
+    const int t4 = lane & 3;
+#pragma unroll 1
+    for (int q = 0; q < 4; ++q) {  // the k indices 2q, 2q+1, 2q+8, 2q+9 held by thread q of a group
+      const int la = g * 4 + q, lb0 = 8 * t4 + q, lb1 = 8 * t4 + 4 + q;  // B column n lives in lane n*4+q
+      const float2 a0 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[0], la)));
+      const float2 a1 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[1], la)));
+      const float2 a2 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[2], la)));
+      const float2 a3 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[3], la)));
+      const float2 c0 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b0, lb0)));
+      const float2 c0h = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b1, lb0)));
+      const float2 c1 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b0, lb1)));
+      const float2 c1h = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b1, lb1)));
+      d[0] = fmaf(a0.x, c0.x, fmaf(a0.y, c0.y, fmaf(a2.x, c0h.x, fmaf(a2.y, c0h.y, d[0]))));
+      d[1] = fmaf(a0.x, c1.x, fmaf(a0.y, c1.y, fmaf(a2.x, c1h.x, fmaf(a2.y, c1h.y, d[1]))));
+      d[2] = fmaf(a1.x, c0.x, fmaf(a1.y, c0.y, fmaf(a3.x, c0h.x, fmaf(a3.y, c0h.y, d[2]))));
+      d[3] = fmaf(a1.x, c1.x, fmaf(a1.y, c1.y, fmaf(a3.x, c1h.x, fmaf(a3.y, c1h.y, d[3]))));
+    }
+  }
+}
+
+// Byte C of two fp8 words (two token rows, the same column) as one bf16x2: the V operand of
+// P V read straight from the raw rows. bits: byte_perm puts the bytes at bits 8..15 and 24..31,
+// then the bit trick and one bf16x2 multiply by the two tokens' scale * 2^120; cvt: the pair
+// through cvt.rn.f16x2.e4m3x2 and f32.
+template <int C>
+__device__ __forceinline__ std::uint32_t dequant_column(std::uint32_t wa, std::uint32_t wb, bool bits,
+                                                        __nv_bfloat162 scale2, float sa, float sb) {
+  if (bits) {
+    const std::uint32_t u = __byte_perm(wa, wb, C | (C << 4) | ((4 + C) << 8) | ((4 + C) << 12));
+    const std::uint32_t v = (u & 0x80008000u) | ((u & 0x7f007f00u) >> 4);
+    return as_u32(__hmul2(as_bf162(v), scale2));
+  }
+  const std::uint32_t x = __byte_perm(wa, wb, C | ((4 + C) << 4));
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), __NV_E4M3);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  return as_u32(__floats2bfloat162_rn(f.x * sa, f.y * sb));
+}
+
+template <int W, int T, bool kFma>
+// 8 warps with tiles up to 32 (mma): at most 128 registers, so that two CTAs share an SM when
+// shared memory allows (64-token tiles never fit twice; the FMA control would spill).
+__global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) decode_kernel_impl(const KernelParams p) {
   using L = Layout<W, T>;
   extern __shared__ __align__(128) std::uint8_t smem[];
-  std::uint8_t* q_s = smem;
-  std::uint8_t* k_s = q_s + kHeads * kRowBytes;
-  std::uint8_t* raw_s = k_s + T * kRowBytes;
-  __nv_bfloat16* p_s = reinterpret_cast<__nv_bfloat16*>(raw_s + p.stages * T * kTokenBytes);
+  const uint4* q_s = reinterpret_cast<const uint4*>(smem);  // [2][36][32] A fragments
+  std::uint8_t* raw_s = smem + L::kQBytes;
+  float* s_s = reinterpret_cast<float*>(raw_s + p.stages * T * kTokenBytes);
+  __nv_bfloat16* p_s = reinterpret_cast<__nv_bfloat16*>(s_s + L::kKSplit * kHeads * L::kSStride);
   float* alpha_s = reinterpret_cast<float*>(p_s + kHeads * L::kPStride);
   float* m_s = alpha_s + kHeads;
   float* l_s = m_s + kHeads;
@@ -165,22 +247,19 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
   const int t_last = min(p.tiles, t_first + p.tiles_per_split);
   const int n_tiles = max(0, t_last - t_first);
   const int stages = p.stages;
+  const int kp = warp & 3;   // QK^T k part: fp8 scale group kp and rope step kp
+  const int ng = warp >> 2;  // QK^T n-group
 
-  // Prologue: the split's indices (-1 past topk) and the 32 query rows (zero past `heads`).
+  // Prologue: the split's indices (-1 past topk), then the first `stages` tiles in flight, then
+  // Q (fragments in registers or in shared memory) while they land.
   for (int j = tid; j < n_tiles * T; j += L::kThreads) {
     const int slot = t_first * T + j;
     idx_s[j] = slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
   }
-  for (int c = tid; c < kHeads * (kDimQk * 2 / 16); c += L::kThreads) {
-    const int row = c / (kDimQk * 2 / 16);
-    const int part = c % (kDimQk * 2 / 16);
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (head0 + row < p.heads)
-      v = __ldg(reinterpret_cast<const uint4*>(p.q + (static_cast<std::size_t>(b) * p.heads + head0 + row) * kDimQk) + part);
-    *reinterpret_cast<uint4*>(q_s + row * kRowBytes + part * 16) = v;
-  }
   __syncthreads();
 
+  // 16-byte cp.async gathers of tile `tile` into ring slot tile % stages. Invalid slots (-1) are
+  // zero-filled (src-size 0: nothing is read), so 0 * garbage can never make a NaN in P V.
   auto issue = [&](int tile) {
     std::uint8_t* dst = raw_s + (tile % stages) * T * kTokenBytes;
 #pragma unroll 4
@@ -188,20 +267,23 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
       const int tok = c / kChunks;
       const int part = c - tok * kChunks;
       const int id = idx_s[tile * T + tok];
-      if (id >= 0)
-        cp_async_16(dst + tok * kTokenBytes + part * 16,
-                    p.pool + static_cast<std::size_t>(id) * kTokenBytes + part * 16);
+      const std::uint8_t* src = p.pool + (id >= 0 ? static_cast<std::size_t>(id) * kTokenBytes + part * 16 : 0);
+      cp_async_16_zfill(dst + tok * kTokenBytes + part * 16, src, id >= 0 ? 16 : 0);
     }
   };
-  // Ring of `stages` raw buffers, all in flight: tiles 0..stages-1 now, tile it+stages into slot
-  // it % stages as soon as tile it is done with that slot (dequant, then the partial S tiles of
-  // QK^T, which reuse the slot, read by the softmax).
   for (int j = 0; j < stages; ++j) {
     if (j < n_tiles) issue(j);
     cp_async_commit();
   }
 
-  // PV accumulators: rows (mt*16 + g, +8), columns warp*kCols + nt*8 + 2*t4 (+1).
+  {
+    uint4* q_w = reinterpret_cast<uint4*>(smem);
+    for (int c = tid; c < 2 * kKTotal * 32; c += L::kThreads)
+      q_w[c] = load_q_frag(p, b, head0, c / (kKTotal * 32), (c / 32) % kKTotal, c & 31);
+  }
+
+  // P V accumulators: rows (mt*16 + g, +8); n-tile db*4 + c holds columns
+  // col0 + 32*db + 4*n + c for n = 2*t4, 2*t4 + 1 (the byte column order of the fp8 words).
   float acc[2][L::kNTiles][4];
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
@@ -216,115 +298,96 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
     l_run[i] = 0.0f;
   }
   const bool bits = p.dequant_bits != 0;
-  const bool fma_math = p.math_fma != 0;
+  const float scale_log2 = p.scale_log2 * kSUnscale;  // S carries Q's 2^100
   const int col0 = warp * L::kCols;
+  const int vgroup = col0 / 128;  // the scale group of this warp's P V columns
 
   for (int it = 0; it < n_tiles; ++it) {
-    cp_async_wait(stages - 1);  // this thread's copies of tile `it` have landed
-    __syncthreads();  // ... and everyone's; the previous PV is done with k_s
-
-    // Dequant the raw tile into the bf16 K/V tile; invalid slots become zero rows.
+    // Tile `it` has landed for everyone, and everyone is done with tile it-1 (its P V), whose
+    // slot is refilled at once with tile it-1+stages. One stage: load, wait, compute in turn.
+    if (stages == 1) {
+      if (it > 0) {
+        __syncthreads();
+        issue(it);
+        cp_async_commit();
+      }
+      cp_async_wait(0);
+    } else {
+      cp_async_wait(it == 0 ? stages - 1 : stages - 2);
+    }
+    __syncthreads();
+    if (stages > 1 && it > 0) {
+      if (it - 1 + stages < n_tiles) issue(it - 1 + stages);
+      cp_async_commit();
+    }
     const std::uint8_t* raw = raw_s + (it % stages) * T * kTokenBytes;
     const std::int32_t* tile_idx = idx_s + it * T;
-#pragma unroll
-    for (int c = tid; c < T * 32; c += L::kThreads) {
-      const int tok = c >> 5;
-      const int part = c & 31;  // 16 e4m3 values
-      uint4 v0 = make_uint4(0, 0, 0, 0), v1 = v0;
-      if (tile_idx[tok] >= 0) {
-        const std::uint8_t* row = raw + tok * kTokenBytes;
-        const uint4 r = *reinterpret_cast<const uint4*>(row + part * 16);
-        const float scale = *reinterpret_cast<const float*>(row + 512 + (part >> 3) * 4);
-        v0 = dequant8(make_uint2(r.x, r.y), scale, bits);
-        v1 = dequant8(make_uint2(r.z, r.w), scale, bits);
-      }
-      uint4* dst = reinterpret_cast<uint4*>(k_s + tok * kRowBytes + part * 32);
-      dst[0] = v0;
-      dst[1] = v1;
-    }
-#pragma unroll
-    for (int c = tid; c < T * 8; c += L::kThreads) {
-      const int tok = c >> 3;
-      const int part = c & 7;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (tile_idx[tok] >= 0) v = *reinterpret_cast<const uint4*>(raw + tok * kTokenBytes + 528 + part * 16);
-      *reinterpret_cast<uint4*>(k_s + tok * kRowBytes + 1024 + part * 16) = v;
-    }
-    __syncthreads();  // the K tile is complete; the raw slot of tile `it` now holds the S partials
-    float* s_s = reinterpret_cast<float*>(raw_s + (it % stages) * T * kTokenBytes);
 
-    // S = Q K^T: warp = (n-group ng, k part kp); 2 m-tiles x kNTW n-tiles over kKSteps k16 steps.
+    // S = Q K^T straight from the raw fp8 rows: per k16 step and n-tile one 4-byte load per lane
+    // (conflict-free: 656-byte rows are 4 banks apart) turned into the B fragment in registers;
+    // Q's two A fragments per step are 16-byte loads. The 8 fp8 steps of the part's scale group
+    // are summed unscaled, then multiplied by each token's scale; then the rope step (bf16).
     {
-      const int ng = warp & 1;
-      const int kp = warp >> 1;
-      const int nt0 = ng * L::kNTW;
-      const int ks0 = kp * L::kKSteps;
       float sacc[2][L::kNTW][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int j = 0; j < L::kNTW; ++j)
+        for (int n = 0; n < L::kNTW; ++n)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) sacc[mt][j][i] = 0.0f;
-      if (!fma_math) {
-        const std::uint8_t* a_base = q_s + (lane & 15) * kRowBytes + (lane >> 4) * 16 + ks0 * 32;
-        // x4: matrices (nt, k lo), (nt, k hi), (nt+1, k lo), (nt+1, k hi); x2: lanes 0..15 only.
-        const std::uint8_t* b_base =
-            k_s + (nt0 * 8 + (lane & 7) + (L::kNTW >= 2 ? (lane >> 4) * 8 : 0)) * kRowBytes +
-            ((lane >> 3) & 1) * 16 + ks0 * 32;
-#pragma unroll 3
-        for (int ks = 0; ks < L::kKSteps; ++ks) {
-          std::uint32_t a[2][4];
-          ldmatrix_x4(a[0], a_base + ks * 32);
-          ldmatrix_x4(a[1], a_base + 16 * kRowBytes + ks * 32);
-          if constexpr (L::kNTW >= 2) {
+          for (int i = 0; i < 4; ++i) sacc[mt][n][i] = 0.0f;
+      const std::uint8_t* ktile = raw + (ng * L::kNTW * 8 + g) * kTokenBytes;  // + n * 8 rows
 #pragma unroll
-            for (int jp = 0; jp < L::kNTW / 2; ++jp) {
-              std::uint32_t bf[4];
-              ldmatrix_x4(bf, b_base + jp * 16 * kRowBytes + ks * 32);
+      for (int i = 0; i < L::kKSteps; ++i) {
+        const int j = kstep_of(kp, i);
+        std::uint32_t a[2][4];
+        const uint4 f0 = q_s[j * 32 + lane];
+        const uint4 f1 = q_s[(kKTotal + j) * 32 + lane];
+        a[0][0] = f0.x; a[0][1] = f0.y; a[0][2] = f0.z; a[0][3] = f0.w;
+        a[1][0] = f1.x; a[1][1] = f1.y; a[1][2] = f1.z; a[1][3] = f1.w;
+        if (i == 8) {
+          // The fp8 group is done: scale each token column (2t4, 2t4+1 of each n-tile) by its
+          // group scale (x 2^120 for the bit trick), matching the 2^100 the rope products carry.
+          const float unit = bits ? 0x1.0p120f : 1.0f;
 #pragma unroll
-              for (int mt = 0; mt < 2; ++mt) {
-                mma_bf16(sacc[mt][2 * jp], a[mt], bf[0], bf[1]);
-                mma_bf16(sacc[mt][2 * jp + 1], a[mt], bf[2], bf[3]);
-              }
+          for (int n = 0; n < L::kNTW; ++n) {
+            const std::uint8_t* t0 = raw + ((ng * L::kNTW + n) * 8 + 2 * t4) * kTokenBytes + 512 + 4 * kp;
+            const float s0 = *reinterpret_cast<const float*>(t0) * unit;
+            const float s1 = *reinterpret_cast<const float*>(t0 + kTokenBytes) * unit;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              sacc[mt][n][0] *= s0;
+              sacc[mt][n][1] *= s1;
+              sacc[mt][n][2] *= s0;
+              sacc[mt][n][3] *= s1;
             }
-          } else {
-            std::uint32_t bf[2];
-            ldmatrix_x2(bf, b_base + ks * 32);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) mma_bf16(sacc[mt][0], a[mt], bf[0], bf[1]);
           }
         }
-      } else {
-        for (int d = ks0 * 16; d < (ks0 + L::kKSteps) * 16; d += 2) {
 #pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            const std::uint8_t* q0 = q_s + (mt * 16 + g) * kRowBytes + d * 2;
-            const float2 a0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q0));
-            const float2 a1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(q0 + 8 * kRowBytes));
-#pragma unroll
-            for (int j = 0; j < L::kNTW; ++j) {
-              const std::uint8_t* k0 = k_s + ((nt0 + j) * 8 + 2 * t4) * kRowBytes + d * 2;
-              const float2 b0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0));
-              const float2 b1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(k0 + kRowBytes));
-              sacc[mt][j][0] = fmaf(a0.x, b0.x, fmaf(a0.y, b0.y, sacc[mt][j][0]));
-              sacc[mt][j][1] = fmaf(a0.x, b1.x, fmaf(a0.y, b1.y, sacc[mt][j][1]));
-              sacc[mt][j][2] = fmaf(a1.x, b0.x, fmaf(a1.y, b0.y, sacc[mt][j][2]));
-              sacc[mt][j][3] = fmaf(a1.x, b1.x, fmaf(a1.y, b1.y, sacc[mt][j][3]));
-            }
+        for (int n = 0; n < L::kNTW; ++n) {
+          const std::uint8_t* krow = ktile + n * 8 * kTokenBytes;
+          std::uint32_t b0, b1;
+          if (i < 8) {
+            dequant4_split(*reinterpret_cast<const std::uint32_t*>(krow + 16 * j + 4 * t4), bits, b0, b1);
+          } else {
+            // bf16 rope dims (4t4 .. 4t4+3) -> the same even/odd k order as Q.
+            const uint2 w = *reinterpret_cast<const uint2*>(krow + 528 + 32 * (j - 32) + 8 * t4);
+            b0 = __byte_perm(w.x, w.y, 0x5410);
+            b1 = __byte_perm(w.x, w.y, 0x7632);
           }
+          mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
+          mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
         }
       }
       float* s_part = s_s + kp * kHeads * L::kSStride;
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int j = 0; j < L::kNTW; ++j) {
+        for (int n = 0; n < L::kNTW; ++n) {
           const int row = mt * 16 + g;
-          const int col = (nt0 + j) * 8 + 2 * t4;
-          *reinterpret_cast<float2*>(s_part + row * L::kSStride + col) = make_float2(sacc[mt][j][0], sacc[mt][j][1]);
+          const int col = (ng * L::kNTW + n) * 8 + 2 * t4;
+          *reinterpret_cast<float2*>(s_part + row * L::kSStride + col) = make_float2(sacc[mt][n][0], sacc[mt][n][1]);
           *reinterpret_cast<float2*>(s_part + (row + 8) * L::kSStride + col) =
-              make_float2(sacc[mt][j][2], sacc[mt][j][3]);
+              make_float2(sacc[mt][n][2], sacc[mt][n][3]);
         }
     }
     __syncthreads();
@@ -346,7 +409,7 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
           float sc = 0.0f;
 #pragma unroll
           for (int k = 0; k < L::kKSplit; ++k) sc += s_s[(k * kHeads + row) * L::kSStride + col];
-          x[j] = sc * p.scale_log2;
+          x[j] = sc * scale_log2;
         }
         tile_max = fmaxf(tile_max, x[j]);
       }
@@ -367,11 +430,12 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
       m_run[pass] = m_new;
       if (sl == 0) alpha_s[row] = alpha;
     }
-    __syncthreads();  // the S partials are consumed: refill the raw slot of tile `it`
-    if (it + stages < n_tiles) issue(it + stages);
-    cp_async_commit();
+    __syncthreads();
 
-    // O = O * alpha + P V over this warp's kCols columns, both m-tiles.
+    // O = O * alpha + P V over this warp's kCols columns, both m-tiles. V straight from the raw
+    // fp8 rows: per 16 tokens x 32 columns a lane loads one word from each of the rows 2t4,
+    // 2t4+1, 2t4+8, 2t4+9 (its B fragment rows; conflict-free), and byte c of the four words is
+    // the B fragment of n-tile c, column 4g + c.
     {
       float al[2][2];
 #pragma unroll
@@ -388,47 +452,42 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
           acc[mt][nt][2] *= al[mt][1];
           acc[mt][nt][3] *= al[mt][1];
         }
-      if (!fma_math) {
+      // (The FMA control rolls this loop: unrolled, its shuffles would spill.)
+#pragma unroll(kFma ? 1 : T / 16)
+      for (int kk = 0; kk < T / 16; ++kk) {
+        std::uint32_t a[2][4];
 #pragma unroll
-        for (int kk = 0; kk < T / 16; ++kk) {
-          std::uint32_t a[2][4];
+        for (int mt = 0; mt < 2; ++mt)
+          ldmatrix_x4(a[mt], p_s + (mt * 16 + (lane & 15)) * L::kPStride + kk * 16 + (lane >> 4) * 8);
+        const std::uint8_t* r0 = raw + (kk * 16 + 2 * t4) * kTokenBytes;
+        const std::uint8_t* r1 = r0 + kTokenBytes;
+        const std::uint8_t* r2 = r0 + 8 * kTokenBytes;
+        const std::uint8_t* r3 = r0 + 9 * kTokenBytes;
+        const float s0 = *reinterpret_cast<const float*>(r0 + 512 + 4 * vgroup);
+        const float s1 = *reinterpret_cast<const float*>(r1 + 512 + 4 * vgroup);
+        const float s2 = *reinterpret_cast<const float*>(r2 + 512 + 4 * vgroup);
+        const float s3 = *reinterpret_cast<const float*>(r3 + 512 + 4 * vgroup);
+        const __nv_bfloat162 sc01 = __floats2bfloat162_rn(s0 * 0x1.0p120f, s1 * 0x1.0p120f);
+        const __nv_bfloat162 sc23 = __floats2bfloat162_rn(s2 * 0x1.0p120f, s3 * 0x1.0p120f);
 #pragma unroll
-          for (int mt = 0; mt < 2; ++mt)
-            ldmatrix_x4(a[mt], p_s + (mt * 16 + (lane & 15)) * L::kPStride + kk * 16 + (lane >> 4) * 8);
-          const int mi = lane >> 3;
-          const std::uint8_t* v_base =
-              k_s + (kk * 16 + (lane & 7) + (mi & 1) * 8) * kRowBytes + (col0 + (mi >> 1) * 8) * 2;
-#pragma unroll
-          for (int np = 0; np < L::kNTiles / 2; ++np) {
-            std::uint32_t bv[4];
-            ldmatrix_x4_trans(bv, v_base + np * 32);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-              mma_bf16(acc[mt][2 * np], a[mt], bv[0], bv[1]);
-              mma_bf16(acc[mt][2 * np + 1], a[mt], bv[2], bv[3]);
-            }
-          }
-        }
-      } else {
-        for (int tok = 0; tok < T; ++tok) {
-          float pr[2][2];
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) {
-            pr[mt][0] = __bfloat162float(p_s[(mt * 16 + g) * L::kPStride + tok]);
-            pr[mt][1] = __bfloat162float(p_s[(mt * 16 + g + 8) * L::kPStride + tok]);
-          }
-          const std::uint8_t* v_row = k_s + tok * kRowBytes + (col0 + 2 * t4) * 2;
-#pragma unroll
-          for (int nt = 0; nt < L::kNTiles; ++nt) {
-            const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(v_row + nt * 16));
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-              acc[mt][nt][0] = fmaf(pr[mt][0], v.x, acc[mt][nt][0]);
-              acc[mt][nt][1] = fmaf(pr[mt][0], v.y, acc[mt][nt][1]);
-              acc[mt][nt][2] = fmaf(pr[mt][1], v.x, acc[mt][nt][2]);
-              acc[mt][nt][3] = fmaf(pr[mt][1], v.y, acc[mt][nt][3]);
-            }
-          }
+        for (int db = 0; db < L::kDBlocks; ++db) {
+          const int off = col0 + 32 * db + 4 * g;
+          const std::uint32_t w0 = *reinterpret_cast<const std::uint32_t*>(r0 + off);
+          const std::uint32_t w1 = *reinterpret_cast<const std::uint32_t*>(r1 + off);
+          const std::uint32_t w2 = *reinterpret_cast<const std::uint32_t*>(r2 + off);
+          const std::uint32_t w3 = *reinterpret_cast<const std::uint32_t*>(r3 + off);
+#define ABTRACK_MLA_PV_COLUMN(C)                                                   \
+  {                                                                                \
+    const std::uint32_t b0 = dequant_column<C>(w0, w1, bits, sc01, s0, s1);        \
+    const std::uint32_t b1 = dequant_column<C>(w2, w3, bits, sc23, s2, s3);        \
+    mma_or_fma<kFma>(acc[0][db * 4 + C], a[0], b0, b1);                            \
+    mma_or_fma<kFma>(acc[1][db * 4 + C], a[1], b0, b1);                            \
+  }
+          ABTRACK_MLA_PV_COLUMN(0)
+          ABTRACK_MLA_PV_COLUMN(1)
+          ABTRACK_MLA_PV_COLUMN(2)
+          ABTRACK_MLA_PV_COLUMN(3)
+#undef ABTRACK_MLA_PV_COLUMN
         }
       }
     }
@@ -455,6 +514,8 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
       p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] =
           l > 0.0f ? lse2 : -INFINITY;
   }
+  // A lane holds, per (m-tile, half, 32-column block), the 8 contiguous columns 8*t4 .. 8*t4+7:
+  // column 4*e + c of them is acc[mt][db*4 + c][2*half + e].
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -468,14 +529,25 @@ __global__ void __launch_bounds__(W * 32, W == 8 ? 2 : 1) decode_kernel_impl(con
           ? static_cast<std::size_t>(b) * p.heads + head
           : (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head;
 #pragma unroll
-      for (int nt = 0; nt < L::kNTiles; ++nt) {
-        const int col = col0 + nt * 8 + 2 * t4;
-        const float v0 = acc[mt][nt][2 * half] * inv;
-        const float v1 = acc[mt][nt][2 * half + 1] * inv;
-        if (single)
-          *reinterpret_cast<__nv_bfloat162*>(p.out + orow * kDimV + col) = __floats2bfloat162_rn(v0, v1);
-        else
-          *reinterpret_cast<float2*>(p.part_o + orow * kDimV + col) = make_float2(v0, v1);
+      for (int db = 0; db < L::kDBlocks; ++db) {
+        const int col = col0 + 32 * db + 8 * t4;
+        float v[8];
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) v[4 * e + c] = acc[mt][db * 4 + c][2 * half + e] * inv;
+        if (single) {
+          uint4 o;
+          o.x = as_u32(__floats2bfloat162_rn(v[0], v[1]));
+          o.y = as_u32(__floats2bfloat162_rn(v[2], v[3]));
+          o.z = as_u32(__floats2bfloat162_rn(v[4], v[5]));
+          o.w = as_u32(__floats2bfloat162_rn(v[6], v[7]));
+          *reinterpret_cast<uint4*>(p.out + orow * kDimV + col) = o;
+        } else {
+          float4* dst = reinterpret_cast<float4*>(p.part_o + orow * kDimV + col);
+          dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+          dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
       }
     }
 }
@@ -526,13 +598,18 @@ __global__ void dequant_selftest_impl(float scale, __nv_bfloat16* out) {
 
 }  // namespace
 
-const void* decode_kernel(int warps, int tile) {
-  if (warps == 4 && tile == 16) return reinterpret_cast<const void*>(&decode_kernel_impl<4, 16>);
-  if (warps == 4 && tile == 32) return reinterpret_cast<const void*>(&decode_kernel_impl<4, 32>);
-  if (warps == 4 && tile == 64) return reinterpret_cast<const void*>(&decode_kernel_impl<4, 64>);
-  if (warps == 8 && tile == 16) return reinterpret_cast<const void*>(&decode_kernel_impl<8, 16>);
-  if (warps == 8 && tile == 32) return reinterpret_cast<const void*>(&decode_kernel_impl<8, 32>);
-  if (warps == 8 && tile == 64) return reinterpret_cast<const void*>(&decode_kernel_impl<8, 64>);
+const void* decode_kernel(int warps, int tile, bool fma) {
+#define ABTRACK_MLA_KERNEL(W, T)                                                                   \
+  if (warps == W && tile == T)                                                                     \
+    return fma ? reinterpret_cast<const void*>(&decode_kernel_impl<W, T, true>)                    \
+               : reinterpret_cast<const void*>(&decode_kernel_impl<W, T, false>);
+  ABTRACK_MLA_KERNEL(4, 16)
+  ABTRACK_MLA_KERNEL(4, 32)
+  ABTRACK_MLA_KERNEL(4, 64)
+  ABTRACK_MLA_KERNEL(8, 16)
+  ABTRACK_MLA_KERNEL(8, 32)
+  ABTRACK_MLA_KERNEL(8, 64)
+#undef ABTRACK_MLA_KERNEL
   return nullptr;
 }
 

@@ -20,12 +20,11 @@ struct KernelParams {
   int batch, heads, topk, splits, tiles, tiles_per_split, stages;
   float scale_log2;              // softmax scale * log2(e)
   int dequant_bits;              // 1: bit trick, 0: cvt chain
-  int math_fma;                  // 1: scalar FMA, 0: mma.sync
 };
 
-// The decode kernel instantiation for (warps, tile), or nullptr for values outside the family.
-// Launch with cudaLaunchKernel(ptr, grid, block, {&params}, dynamic_smem, stream).
-const void* decode_kernel(int warps, int tile);
+// The decode kernel instantiation for (warps, tile, math fma), or nullptr for values outside
+// the family. Launch with cudaLaunchKernel(ptr, grid, block, {&params}, dynamic_smem, stream).
+const void* decode_kernel(int warps, int tile, bool fma);
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
 // heads, splits).

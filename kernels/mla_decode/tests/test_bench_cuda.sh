@@ -11,7 +11,7 @@ check() {
   local what="$1"; shift
   if "$@"; then pass=$((pass + 1)); else echo "FAILED: $what"; fail=$((fail + 1)); fi
 }
-"$bench" --device cuda --batch 2 --topk 128 --pool 1024 --tile 64 --stages 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
+"$bench" --device cuda --batch 2 --topk 2048 --pool 4096 --warps 4 --tile 64 --stages 4 --splits 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ "$rc" -eq 1 ] && grep -q -e 'no CUDA device' -e 'cudaGetDeviceCount' -e 'not sm_90' "$tmp/err"; then
   echo "skipped: $(cat "$tmp/err")"
   exit 77

@@ -82,10 +82,16 @@ MLA_TEST("splits") {
   MLA_CHECK(mla::auto_splits_gpu(1, 1, 64, 132) >= 8, "batch 1 splits to fill the SMs");
   MLA_CHECK(mla::auto_splits_gpu(128, 4, 64, 132) <= 2, "a full grid needs no splits");
   MLA_CHECK(mla::auto_splits_cpu(2, 10, 8) == 4, "cpu auto: threads / batch");
-  // Feasibility arithmetic: 64-token tiles with 4 stages exceed 227 KB; 16-token tiles do not.
-  mla::CudaConfig big{8, 4, 64, 1, mla::Math::mma, mla::Dequant::bits};
+  // Feasibility arithmetic: 64-token tiles with 4 stages exceed 227 KB; 3 stages and 16-token
+  // tiles fit.
+  mla::CudaConfig big{4, 4, 64, 1, mla::Math::mma, mla::Dequant::bits};
   const mla::Feasibility f = mla::cuda_feasibility(big, 32, mla::kSm90SmemOptin);
-  MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s", f.why.c_str());
+  MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s",
+            f.why.c_str());
+  MLA_CHECK(f.smem_bytes == 36864 + 4 * 64 * 656 + 4 * 32 * 68 * 4 + 32 * 72 * 2 + 384 + 32 * 64 * 4,
+            "the carve-up: %zu bytes", f.smem_bytes);
+  mla::CudaConfig three{8, 3, 64, 1, mla::Math::mma, mla::Dequant::bits};
+  MLA_CHECK(mla::cuda_feasibility(three, 32, mla::kSm90SmemOptin).feasible, "T=64 S=3 feasible");
   mla::CudaConfig small{4, 4, 16, 1, mla::Math::mma, mla::Dequant::bits};
   MLA_CHECK(mla::cuda_feasibility(small, 128, mla::kSm90SmemOptin).feasible, "T=16 S=4 feasible");
   MLA_CHECK(mla::validate_config(mla::CudaConfig{6, 2, 32}) == "warps must be 4 or 8", "bad warps named");

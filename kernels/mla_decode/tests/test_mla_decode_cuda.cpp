@@ -134,6 +134,11 @@ MLA_TEST("medium") {
   for (mla::Math math : {mla::Math::mma, mla::Math::fma})
     for (mla::Dequant dq : {mla::Dequant::cvt, mla::Dequant::bits})
       check_variant(dec, in, ref, mla::CudaConfig{8, 2, 32, 0, math, dq}, counts, "medium");
+  // 64-token tiles, 4 stages and one split of 2048 slots need 252,800 bytes per CTA: refused
+  // with the arithmetic, not launched.
+  const int refused = counts.infeasible;
+  check_variant(dec, in, ref, mla::CudaConfig{4, 4, 64, 1, mla::Math::mma, mla::Dequant::bits}, counts, "medium");
+  MLA_CHECK(counts.infeasible == refused + 1, "4 warps, tile 64, 4 stages, 1 split is refused");
   std::printf("medium: %d variants ran, %d infeasible\n", counts.ran, counts.infeasible);
 }
 

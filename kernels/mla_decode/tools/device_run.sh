@@ -58,6 +58,18 @@ if [ "$mode" = grid ] || [ "$mode" = all ]; then
       for h in 64 128; do for t in 64 32; do run --batch 64 --heads $h --warps 8 --tile $t --stages 1; done; done
       for b in 16 128; do for t in 64 32; do run --batch $b --heads 32 --warps 8 --tile $t --stages 1; done; done
       ;;
+    v3)  # the register-fragment design (2026-11-30, session 2)
+      for w in 8 4; do for t in 64 32 16; do for s in 1 2 3 4; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s
+      done; done; done
+      ;;
+    v3b)  # splits, controls and other shapes for the best variant: BEST="--warps W --tile T --stages S"
+      for sp in 1 2 4 8; do run --batch 64 --heads 32 $BEST --splits $sp; done
+      run --batch 64 --heads 32 $BEST --math fma
+      run --batch 64 --heads 32 $BEST --dequant cvt
+      for h in 64 128; do run --batch 64 --heads $h $BEST; done
+      for b in 1 16 128; do run --batch $b --heads 32 $BEST; done
+      ;;
     quick)
       for w in 4 8; do for t in 16 32 64; do for s in 2 3; do
         run --batch 64 --heads 32 --warps $w --tile $t --stages $s
