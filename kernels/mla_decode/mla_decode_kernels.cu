@@ -202,22 +202,20 @@ __device__ __forceinline__ void mma_or_fma(float (&d)[4], const std::uint32_t (&
   }
 }
 
-// Byte C of two fp8 words (two token rows, the same column) as one bf16x2: the V operand of
-// P V read straight from the raw rows. bits: byte_perm puts the bytes at bits 8..15 and 24..31,
-// then the bit trick and one bf16x2 multiply by the two tokens' scale * 2^120; cvt: the pair
-// through cvt.rn.f16x2.e4m3x2 and f32.
+// Byte C of two fp8 words (two token rows, the same column) as one unscaled bf16x2: the V
+// operand of P V read straight from the raw rows (the tokens' scales are folded into P). bits:
+// byte_perm puts the bytes at bits 8..15 and 24..31, then the bit trick (the value * 2^-120);
+// cvt: the pair through cvt.rn.f16x2.e4m3x2 and f32 (exact).
 template <int C>
-__device__ __forceinline__ std::uint32_t dequant_column(std::uint32_t wa, std::uint32_t wb, bool bits,
-                                                        __nv_bfloat162 scale2, float sa, float sb) {
+__device__ __forceinline__ std::uint32_t dequant_column(std::uint32_t wa, std::uint32_t wb, bool bits) {
   if (bits) {
     const std::uint32_t u = __byte_perm(wa, wb, C | (C << 4) | ((4 + C) << 8) | ((4 + C) << 12));
-    const std::uint32_t v = (u & 0x80008000u) | ((u & 0x7f007f00u) >> 4);
-    return as_u32(__hmul2(as_bf162(v), scale2));
+    return (u & 0x80008000u) | ((u & 0x7f007f00u) >> 4);
   }
   const std::uint32_t x = __byte_perm(wa, wb, C | ((4 + C) << 4));
   const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), __NV_E4M3);
   const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-  return as_u32(__floats2bfloat162_rn(f.x * sa, f.y * sb));
+  return as_u32(__floats2bfloat162_rn(f.x, f.y));
 }
 
 template <int W, int T, bool kFma>
@@ -258,17 +256,20 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   }
   __syncthreads();
 
-  // 16-byte cp.async gathers of tile `tile` into ring slot tile % stages. Invalid slots (-1) are
-  // zero-filled (src-size 0: nothing is read), so 0 * garbage can never make a NaN in P V.
+  // 16-byte cp.async gathers of tile `tile` into ring slot tile % stages: warp w copies rows
+  // w, w + W, ..., lane l chunks l and l + 32 of each (41 chunks), so a warp instruction moves
+  // 512 contiguous bytes. Invalid slots (-1) are zero-filled (src-size 0: nothing is read), so
+  // 0 * garbage can never make a NaN in P V.
   auto issue = [&](int tile) {
     std::uint8_t* dst = raw_s + (tile % stages) * T * kTokenBytes;
-#pragma unroll 4
-    for (int c = tid; c < T * kChunks; c += L::kThreads) {
-      const int tok = c / kChunks;
-      const int part = c - tok * kChunks;
-      const int id = idx_s[tile * T + tok];
-      const std::uint8_t* src = p.pool + (id >= 0 ? static_cast<std::size_t>(id) * kTokenBytes + part * 16 : 0);
-      cp_async_16_zfill(dst + tok * kTokenBytes + part * 16, src, id >= 0 ? 16 : 0);
+#pragma unroll
+    for (int t = warp; t < T; t += W) {
+      const int id = idx_s[tile * T + t];
+      const int bytes = id >= 0 ? 16 : 0;
+      const std::uint8_t* src = p.pool + (id >= 0 ? static_cast<std::size_t>(id) * kTokenBytes + lane * 16 : 0);
+      std::uint8_t* row = dst + t * kTokenBytes + lane * 16;
+      cp_async_16_zfill(row, src, bytes);
+      if (lane < kChunks - 32) cp_async_16_zfill(row + 32 * 16, id >= 0 ? src + 32 * 16 : src, bytes);
     }
   };
   for (int j = 0; j < stages; ++j) {
@@ -443,15 +444,18 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
         al[mt][0] = alpha_s[mt * 16 + g];
         al[mt][1] = alpha_s[mt * 16 + g + 8];
       }
+      // Once the running maxima settle, alpha is 1 for every row: skip the rescale then.
+      if (!__all_sync(0xffffffffu, al[0][0] == 1.0f && al[0][1] == 1.0f && al[1][0] == 1.0f && al[1][1] == 1.0f)) {
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < L::kNTiles; ++nt) {
-          acc[mt][nt][0] *= al[mt][0];
-          acc[mt][nt][1] *= al[mt][0];
-          acc[mt][nt][2] *= al[mt][1];
-          acc[mt][nt][3] *= al[mt][1];
-        }
+          for (int nt = 0; nt < L::kNTiles; ++nt) {
+            acc[mt][nt][0] *= al[mt][0];
+            acc[mt][nt][1] *= al[mt][0];
+            acc[mt][nt][2] *= al[mt][1];
+            acc[mt][nt][3] *= al[mt][1];
+          }
+      }
       // (The FMA control rolls this loop: unrolled, its shuffles would spill.)
 #pragma unroll(kFma ? 1 : T / 16)
       for (int kk = 0; kk < T / 16; ++kk) {
@@ -467,8 +471,18 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
         const float s1 = *reinterpret_cast<const float*>(r1 + 512 + 4 * vgroup);
         const float s2 = *reinterpret_cast<const float*>(r2 + 512 + 4 * vgroup);
         const float s3 = *reinterpret_cast<const float*>(r3 + 512 + 4 * vgroup);
-        const __nv_bfloat162 sc01 = __floats2bfloat162_rn(s0 * 0x1.0p120f, s1 * 0x1.0p120f);
-        const __nv_bfloat162 sc23 = __floats2bfloat162_rn(s2 * 0x1.0p120f, s3 * 0x1.0p120f);
+        // Fold the tokens' scales (x 2^120 for the bit trick) into P's A fragments: a0/a1 hold
+        // tokens 2t4, 2t4+1 and a2/a3 tokens 2t4+8, 2t4+9 (rows g and g+8).
+        const float unit = bits ? 0x1.0p120f : 1.0f;
+        const __nv_bfloat162 sc01 = __floats2bfloat162_rn(s0 * unit, s1 * unit);
+        const __nv_bfloat162 sc23 = __floats2bfloat162_rn(s2 * unit, s3 * unit);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          a[mt][0] = as_u32(__hmul2(as_bf162(a[mt][0]), sc01));
+          a[mt][1] = as_u32(__hmul2(as_bf162(a[mt][1]), sc01));
+          a[mt][2] = as_u32(__hmul2(as_bf162(a[mt][2]), sc23));
+          a[mt][3] = as_u32(__hmul2(as_bf162(a[mt][3]), sc23));
+        }
 #pragma unroll
         for (int db = 0; db < L::kDBlocks; ++db) {
           const int off = col0 + 32 * db + 4 * g;
@@ -478,8 +492,8 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
           const std::uint32_t w3 = *reinterpret_cast<const std::uint32_t*>(r3 + off);
 #define ABTRACK_MLA_PV_COLUMN(C)                                                   \
   {                                                                                \
-    const std::uint32_t b0 = dequant_column<C>(w0, w1, bits, sc01, s0, s1);        \
-    const std::uint32_t b1 = dequant_column<C>(w2, w3, bits, sc23, s2, s3);        \
+    const std::uint32_t b0 = dequant_column<C>(w0, w1, bits);                      \
+    const std::uint32_t b1 = dequant_column<C>(w2, w3, bits);                      \
     mma_or_fma<kFma>(acc[0][db * 4 + C], a[0], b0, b1);                            \
     mma_or_fma<kFma>(acc[1][db * 4 + C], a[1], b0, b1);                            \
   }
