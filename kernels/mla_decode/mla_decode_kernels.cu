@@ -66,42 +66,6 @@ __device__ __forceinline__ __nv_bfloat162 as_bf162(std::uint32_t v) {
   return *reinterpret_cast<__nv_bfloat162*>(&v);
 }
 
-// cvt chain: two e4m3 -> f16x2 (cvt.rn.f16x2.e4m3x2) -> f32 -> * scale -> bf16x2.
-__device__ __forceinline__ std::uint32_t dequant2_cvt(std::uint16_t two, float scale) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
-  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-  return as_u32(__floats2bfloat162_rn(f.x * scale, f.y * scale));
-}
-
-// Bit trick: place each byte's sign at bit 15 and exponent|mantissa at bits 4..10 of a bf16
-// (an exponent bias of 127 instead of 7, subnormals included), then one bf16x2 multiply by
-// scale * 2^120 (exact: powers of two). Four bytes -> two bf16x2 in natural order.
-__device__ __forceinline__ void dequant4_bits(std::uint32_t w, __nv_bfloat162 scale2, std::uint32_t& lo,
-                                              std::uint32_t& hi) {
-  const std::uint32_t odd = (w & 0x80008000u) | ((w & 0x7f007f00u) >> 4);   // bytes 1, 3
-  const std::uint32_t w8 = w << 8;
-  const std::uint32_t even = (w8 & 0x80008000u) | ((w8 & 0x7f007f00u) >> 4);  // bytes 0, 2
-  const std::uint32_t e = as_u32(__hmul2(as_bf162(even), scale2));
-  const std::uint32_t o = as_u32(__hmul2(as_bf162(odd), scale2));
-  lo = __byte_perm(e, o, 0x5410);
-  hi = __byte_perm(e, o, 0x7632);
-}
-
-__device__ __forceinline__ uint4 dequant8(uint2 raw, float scale, bool bits) {
-  uint4 r;
-  if (bits) {
-    const __nv_bfloat162 s2 = __float2bfloat162_rn(scale * 0x1.0p120f);
-    dequant4_bits(raw.x, s2, r.x, r.y);
-    dequant4_bits(raw.y, s2, r.z, r.w);
-  } else {
-    r.x = dequant2_cvt(static_cast<std::uint16_t>(raw.x & 0xffffu), scale);
-    r.y = dequant2_cvt(static_cast<std::uint16_t>(raw.x >> 16), scale);
-    r.z = dequant2_cvt(static_cast<std::uint16_t>(raw.y & 0xffffu), scale);
-    r.w = dequant2_cvt(static_cast<std::uint16_t>(raw.y >> 16), scale);
-  }
-  return r;
-}
-
 // Warp roles and shared-memory carve-up of one (warps, tile) instantiation.
 template <int W, int T>
 struct Layout {
@@ -601,13 +565,24 @@ __global__ void __launch_bounds__(128) combine_kernel_impl(const float* part_o, 
   dst[1] = __floats2bfloat162_rn(o.z, o.w);
 }
 
+// Dequantizes each of the 256 e4m3 codes through the decode kernel's own conversions: the K
+// form (dequant4_split: even and odd bytes) and the V form (dequant_column: one byte of two
+// words), for both paths. A code's value is reported (times `scale`) only when the K and V forms
+// agree, else NaN; the bit-trick values are scaled back by 2^120.
 __global__ void dequant_selftest_impl(float scale, __nv_bfloat16* out) {
   const int code = threadIdx.x;  // 0..255
-  const unsigned word = static_cast<unsigned>(code) * 0x01010101u;
-  const uint4 c = dequant8(make_uint2(word, word), scale, false);
-  const uint4 t = dequant8(make_uint2(word, word), scale, true);
-  out[code] = as_bf162(c.x).x;
-  out[256 + code] = as_bf162(t.x).x;
+  const std::uint32_t word = static_cast<std::uint32_t>(code) * 0x01010101u;
+  std::uint32_t c0, c1, t0, t1;
+  dequant4_split(word, false, c0, c1);
+  dequant4_split(word, true, t0, t1);
+  const float kc = __low2float(as_bf162(c0)), kc2 = __high2float(as_bf162(c1));
+  const float kt = __low2float(as_bf162(t1)) * 0x1.0p120f, kt2 = __high2float(as_bf162(t0)) * 0x1.0p120f;
+  const float vc = __high2float(as_bf162(dequant_column<2>(word, word, false)));
+  const float vt = __low2float(as_bf162(dequant_column<1>(word, word, true))) * 0x1.0p120f;
+  const bool cvt_agrees = kc == kc2 && kc == vc;
+  const bool bits_agree = kt == kt2 && kt == vt;
+  out[code] = __float2bfloat16_rn(cvt_agrees ? kc * scale : NAN);
+  out[256 + code] = __float2bfloat16_rn(bits_agree ? kt * scale : NAN);
 }
 
 }  // namespace

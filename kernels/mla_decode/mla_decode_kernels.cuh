@@ -30,8 +30,9 @@ const void* decode_kernel(int warps, int tile, bool fma);
 // heads, splits).
 const void* combine_kernel();
 
-// Self-test kernel: dequantizes each of the 256 e4m3 codes with scale `scale` through both
-// paths; out[0..255] = cvt path, out[256..511] = bit-trick path (bf16). One block of 256.
+// Self-test kernel: dequantizes each of the 256 e4m3 codes through the decode kernel's own K and
+// V conversions, times `scale`; out[0..255] = cvt path, out[256..511] = bit-trick path (bf16;
+// NaN where the K and V forms disagree). One block of 256.
 const void* dequant_selftest_kernel();
 
 }  // namespace abtrack::kernels::mla_decode
