@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Refusals (exit 3, environment errors): uncommitted edits of the document or a record are
-# refused before anything runs; a missing identity is named; GIT_AUTHOR_*/GIT_COMMITTER_*
+# Refusals (exit 3, environment errors): uncommitted edits of the document are refused before
+# anything runs (records are data: an edited or untracked file under runs/ neither blocks a step
+# nor goes into its commit, and does not make the code dirty); a missing identity is named; GIT_AUTHOR_*/GIT_COMMITTER_*
 # are honoured; outside a git repository nothing works.
 source "$(dirname "$0")/lib.sh"
 
@@ -50,13 +51,28 @@ expect_eq "$(git rev-parse HEAD)" "$H" "staged edit: nothing committed"
 expect_eq "$(git diff --cached --name-only)" "AB.md" "staged edit stays staged"
 git reset -q --hard HEAD
 
-step "edited record"
+step "edited record and untracked file under runs/: not refused, not committed, not dirty"
 printf ' ' >>runs/refuse/0001.json
-expect_rc 3 ab step
-expect_contains "$ERR" "runs/refuse/0001.json" "stderr names the record"
-expect_eq "$(markers)" "ran.1 " "edited record: the command must not run"
-expect_eq "$(git rev-parse HEAD)" "$H" "edited record: nothing committed"
+cp runs/refuse/0001.json "$WORK/rec.edited"
+mkdir -p runs/notes && echo scratch >runs/notes/todo.txt && echo scratch >runs/refuse/scratch.txt
+expect_rc 0 ab step --cell n=3
+expect_eq "$(markers)" "ran.1 ran.3 " "edited record: the command ran"
+expect_eq "$(git show --name-only --format= HEAD | sort | tr '\n' ' ')" "AB.md runs/refuse/0002.json " "only the new record and the document are committed"
+expect_file_eq "$WORK/rec.edited" runs/refuse/0001.json "the user's edit of the old record is kept"
+expect_eq "$(git status --porcelain --untracked-files=all | tr '\n' ' ')" " M runs/refuse/0001.json ?? runs/notes/todo.txt ?? runs/refuse/scratch.txt " \
+  "the edits and untracked files under runs/ stay as they were"
+expect_eq "$(json runs/refuse/0002.json 'd["code"]["dirty"]')" false "files under runs/ are data, not code: not dirty"
+expect_eq "$(git for-each-ref refs/abtrack)" "" "no snapshot for changes under runs/ only"
+step "a dirty source file beside them still gets a snapshot (without runs/)"
+echo 'int x;' >src.c
+expect_rc 0 ab step --cell n=4
+expect_eq "$(json runs/refuse/0003.json 'd["code"]["dirty"]')" true "an untracked source file makes the code dirty"
+snap=$(json runs/refuse/0003.json 'd["code"]["snapshot"]')
+expect_eq "$(git ls-tree -r --name-only "$snap" | tr '\n' ' ')" "abtrack.yaml src.c " "the snapshot holds the code, not runs/ or the document"
+rm -f src.c runs/notes/todo.txt runs/refuse/scratch.txt
 git checkout -q -- runs
+rm -f "$MARKER_DIR"/ran.3 "$MARKER_DIR"/ran.4
+H=$(git rev-parse HEAD)
 
 step "refusal is lifted once committed"
 printf '\nthoughts\n' >>AB.md && git commit -q -am "user: notes"

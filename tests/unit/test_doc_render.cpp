@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "doc/plot.hpp"
 #include "doc/regions.hpp"
 #include "doc/render.hpp"
 #include "doc/template.hpp"
@@ -101,6 +102,38 @@ TEST_CASE("a failed cell gets no verdict; rendering is deterministic") {
   CHECK(a["results"].find("no verdict: a gate failed") != std::string::npos);
   CHECK(a["summary"].find("**2 of 4 cells measured**: 1 pass, 1 fail, 0 invalid; 2 pending.") != std::string::npos);
   CHECK(a["runs"].find("| 2 | warps=8 batch=a\\|b | **fail** |") != std::string::npos);
+}
+
+TEST_CASE("header-only records outside the pools and the newest runs render the same document and plot") {
+  auto p = demo_plan();
+  auto cells = p.cells();
+  std::vector<record::Record> recs;
+  // 120 runs over the 4 cells; the code changes every 10 runs, and cell 0 returns to the first
+  // code at the end (its pool then reaches back to runs 1-10).
+  for (int run = 1; run <= 120; ++run) {
+    recs.push_back(make_record(p, run, cells[static_cast<std::size_t>(run % 4)], series(100 + run % 4, 6), 0.001));
+    recs.back().code.commit = std::string(40, static_cast<char>('a' + ((run - 1) / 10) % 12));
+  }
+  recs.back().code.commit = std::string(40, 'a');
+  auto full = doc::records_read_in_full(p, recs);
+  REQUIRE(full.size() == recs.size());
+  CHECK(full[3]);     // run 4 (cell 0, code 'a'): pooled with run 120
+  CHECK(full[119]);   // the newest runs are listed
+  CHECK_FALSE(full[20]);  // run 21: neither pooled nor among the newest 50
+  auto headers = recs;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    if (full[i]) continue;
+    record::Record h;
+    h.experiment = headers[i].experiment;
+    h.run = headers[i].run;
+    h.cell = headers[i].cell;
+    h.data.id = headers[i].data.id;
+    h.data.outcome = headers[i].data.outcome;
+    h.code = headers[i].code;
+    headers[i] = std::move(h);
+  }
+  CHECK(doc::render_regions(p, headers, doc::RenderOptions{true}) == doc::render_regions(p, recs, doc::RenderOptions{true}));
+  CHECK(doc::plot_svg(p, headers) == doc::plot_svg(p, recs));
 }
 
 TEST_CASE("the template is filled from the plan and keeps the regions") {

@@ -49,6 +49,23 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
   CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
 }
 
+TEST_CASE("a header read decodes the header alone and checks it") {
+  auto frame = record::encode_frame("oid1", sample_record(7));
+  auto [oid, head] = record::decode_frame(std::string_view(frame).substr(8), record::Part::header);
+  CHECK(oid == "oid1");
+  CHECK(head.run == 7);
+  CHECK(head.experiment == "occ");
+  CHECK(head.cell == sample_record(7).cell);
+  CHECK(head.data.id == sample_record(7).data.id);
+  CHECK(head.data.outcome == runner::Outcome::fail);
+  CHECK(head.code.trailer() == sample_record(7).code.trailer());
+  CHECK(head.data.samples.empty());
+  CHECK(head.data.reason.empty());
+  std::string bad = frame;
+  bad[8 + 4 + 4 + 4 + 4 + 2] ^= 1;  // inside the header (after the oid, its checksum and length)
+  CHECK_THROWS(record::decode_frame(std::string_view(bad).substr(8), record::Part::header));
+}
+
 namespace {
 // A fresh cache file in its own folder under the temp folder, holding records 1 and 2 as
 // blobs oid1 and oid2.

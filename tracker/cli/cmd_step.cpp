@@ -20,7 +20,7 @@ namespace abtrack::cli {
 namespace {
 
 std::vector<plan::Cell> pending_cells(const Context& ctx) {
-  auto records = head_records(ctx);
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   std::vector<plan::Cell> out;
   for (const auto& c : record::cells_with_runs(ctx.plan, records))
     if (c.runs.empty()) out.push_back(c.cell);

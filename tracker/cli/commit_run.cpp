@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "doc/plot.hpp"
+#include "doc/render.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
 #include "util/text.hpp"
@@ -70,7 +71,7 @@ bool preflight(const Context& ctx) {
   ctx.repo.check_identity();
   // A document that cannot be made must stop us before anything runs, not after.
   ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
-  auto scan = ctx.repo.settled_scan({ctx.plan.doc, ctx.plan.runs_dir() + "/", doc::plot_path(ctx.plan)});
+  auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});
   util::trace("preflight");
   const auto& changed = scan.watched;
   if (changed.empty()) return scan.other_changes;
@@ -98,13 +99,13 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
     if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn")
       code.commit = named.substr(0, 40);
   }
-  code.dirty = dirty ? *dirty : ctx.repo.dirty();
+  code.dirty = dirty ? *dirty : ctx.repo.dirty({std::string(plan::kRunsFolder)});
   util::trace("dirty scan");
   if (code.dirty) {
     try {
       code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
                                         code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit),
-                                        {ctx.plan.doc, ctx.plan.runs_dir() + "/", doc::plot_path(ctx.plan)});
+                                        {ctx.plan.doc, std::string(plan::kRunsFolder) + "/", doc::plot_path(ctx.plan)});
     } catch (const Error& e) {
       warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
     }
@@ -172,7 +173,10 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
 record::Record commit_run(Context& ctx, const record::Record& draft) {
   record::Record committed;
   auto result = ctx.repo.commit([&](const gitstore::TreeView& tip) {
-    auto records = load_records(ctx, tip);
+    // Headers only: the document and plot read the bodies of a few dozen records, completed
+    // below once the new run is among them (it may join an older pool).
+    std::vector<std::string> oids;
+    auto records = load_records(ctx, tip, record::Part::header, &oids);
     // Idempotent: a measurement already in the tip (committed by a recovery) is not committed twice.
     if (std::any_of(records.begin(), records.end(), [&](const record::Record& r) { return r.data.id == draft.data.id; })) {
       gitstore::Change none;
@@ -186,6 +190,9 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     for (const auto& e : tip.list(ctx.plan.runs_dir()))
       if (auto n = record::run_number_of(e.name)) rec.run = std::max(rec.run, *n + 1);
     const auto& run = rec.data;
+    records.push_back(rec);
+    complete_records(ctx, tip, records, oids, doc::records_read_in_full(ctx.plan, records));
+    records.pop_back();
     if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) &&
                                                           run.outcome == runner::Outcome::pass) {
       auto cells = record::cells_with_runs(ctx.plan, records);

@@ -8,9 +8,10 @@
 
 namespace abtrack::cli {
 
-// Refuses (Error(environment), before anything runs) when the document or a record of the
-// experiment has uncommitted changes, naming the files and what to do; checks the identity.
-// Returns whether anything else in the work tree differs from HEAD (it scanned for it).
+// Refuses (Error(environment), before anything runs) when the document or its plot has
+// uncommitted changes, naming the files and what to do; checks the identity. Returns whether
+// the code differs from HEAD: anything else in the work tree but runs/ (records are data; an
+// edited or untracked file there neither blocks a step nor goes into its commit).
 bool preflight(const Context& ctx);
 
 // The code a run measures: HEAD's code commit and, when the work tree differs from it, a

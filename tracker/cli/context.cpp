@@ -32,26 +32,55 @@ Context open_context(const GlobalOptions& g) {
   return Context{std::move(repo), std::move(plan), name, std::move(cache)};
 }
 
-std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree) {
+std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree, record::Part part,
+                                         std::vector<std::string>* oids) {
   std::vector<record::Record> out;
+  std::vector<std::string> ids;
   const std::string dir = ctx.plan.runs_dir();
   auto entries = tree.list(dir);
-  out.reserve(entries.size());
-  for (const auto& e : entries) {
+  // Room for the run a step appends: growing a vector of a thousand records costs more than
+  // reading them.
+  out.reserve(entries.size() + 1);
+  ids.reserve(entries.size() + 1);
+  for (auto& e : entries) {
     if (!record::run_number_of(e.name)) continue;
-    if (auto cached = ctx.cache->get(e.oid)) {
-      out.push_back(std::move(*cached));
-      continue;
+    if (auto cached = ctx.cache->get(e.oid, part)) out.push_back(std::move(*cached));
+    else {
+      out.push_back(record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+      ctx.cache->insert(e.oid, out.back());
     }
-    out.push_back(record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
-    ctx.cache->insert(e.oid, out.back());
+    ids.push_back(std::move(e.oid));
   }
   ctx.cache->save();
   util::trace("records loaded");
   // Tree order is name order, which is run order up to 9999 (names widen past it).
   auto by_run = [](const record::Record& a, const record::Record& b) { return a.run < b.run; };
-  if (!std::is_sorted(out.begin(), out.end(), by_run)) std::sort(out.begin(), out.end(), by_run);
+  if (!std::is_sorted(out.begin(), out.end(), by_run)) {
+    std::vector<std::size_t> order(out.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return out[a].run < out[b].run; });
+    std::vector<record::Record> sorted;
+    std::vector<std::string> sorted_ids;
+    sorted.reserve(out.size() + 1);
+    for (auto i : order) {
+      sorted.push_back(std::move(out[i]));
+      sorted_ids.push_back(std::move(ids[i]));
+    }
+    out = std::move(sorted);
+    ids = std::move(sorted_ids);
+  }
+  if (oids) *oids = std::move(ids);
   return out;
+}
+
+void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::vector<record::Record>& records,
+                      const std::vector<std::string>& oids, const std::vector<bool>& which) {
+  for (std::size_t i = 0; i < oids.size() && i < records.size(); ++i) {
+    if (!which[i]) continue;
+    if (auto full = ctx.cache->get(oids[i])) records[i] = std::move(*full);
+    else records[i] = record::parse_record(tree.read_blob(oids[i]), record::record_path(records[i].experiment, records[i].run));
+  }
+  util::trace("records completed");
 }
 
 std::vector<record::Record> head_records(const Context& ctx) {

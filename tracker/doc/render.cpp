@@ -232,6 +232,20 @@ std::string escape_cell(std::string_view raw) {
   return out;
 }
 
+std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<Record>& records) {
+  std::vector<bool> full(records.size(), false);
+  if (records.empty()) return full;
+  for (const auto& c : record::cells_with_runs(plan, records))
+    for (const Record* r : c.pool()) full[static_cast<std::size_t>(r - records.data())] = true;
+  std::size_t listed = 0;
+  for (std::size_t i = records.size(); i-- > 0 && listed < kRunsListed;)
+    if (records[i].experiment == plan.experiment) {
+      full[i] = true;
+      ++listed;
+    }
+  return full;
+}
+
 std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<CellRuns>& cells, std::size_t& with_p) {
   // Comparisons, then Holm across every p-value of the experiment.
   std::vector<CellComparison> comps(cells.size());

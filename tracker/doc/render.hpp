@@ -43,4 +43,9 @@ std::string escape_cell(std::string_view text);
 // How many of the newest runs the runs region lists.
 inline constexpr std::size_t kRunsListed = 50;
 
+// Which of `records` (sorted by run number) render_regions and plot_svg read more of than the
+// header (experiment, run, cell, outcome, code; see record::Part): the runs each cell pools
+// and the newest kRunsListed. The others may be header-only: the output is the same.
+std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::Record>& records);
+
 }  // namespace abtrack::doc

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -398,38 +399,72 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
   return out;
 }
 
-Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched) const {
-  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
-  finish_interrupted_sync();
+std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& leave_out,
+                                               const std::vector<std::string>& also) const {
+  std::vector<std::string> top;
+  auto add = [&](std::string_view path) {
+    std::string name(path.substr(0, path.find('/')));
+    if (name.empty() || name == ".git" || std::find(leave_out.begin(), leave_out.end(), name) != leave_out.end()) return;
+    if (std::find(top.begin(), top.end(), name) == top.end()) top.push_back(std::move(name));
+  };
+  Tree head(head_tree());
+  for (std::size_t i = 0; head.get() && i < git_tree_entrycount(head.get()); ++i)
+    add(git_tree_entry_name(git_tree_entry_byindex(head.get(), i)));
+  // A path staged under a new top-level folder and since removed from the work tree is in
+  // neither of the others.
+  Index index;
+  check_git(git_repository_index(index.out(), m_repo), "reading the index");
+  for (std::size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) add(git_index_get_byindex(index.get(), i)->path);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(m_workdir, ec)) add(e.path().filename().string());
+  for (const auto& p : also)
+    if (std::find(top.begin(), top.end(), p) == top.end()) top.push_back(p);
+  return top;
+}
+
+void Repository::walk_status(const std::vector<std::string>& paths,
+                             const std::function<bool(const char*, unsigned)>& fn) const {
+  if (paths.empty()) return;  // an empty path list would mean the whole work tree
+  std::vector<char*> specs;
+  for (const auto& p : paths) specs.push_back(const_cast<char*>(p.c_str()));
   git_status_options opts = GIT_STATUS_OPTIONS_INIT;
   opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-  StatusList list;
-  check_git(git_status_list_new(list.out(), m_repo, &opts), "reading the work tree status");
+  // Exact paths: libgit2 then walks only these entries of HEAD's tree, the index and the work
+  // tree (a folder named covers everything under it) instead of matching every file.
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES |
+               GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
+  opts.pathspec = {specs.data(), specs.size()};
+  struct Payload {
+    const std::function<bool(const char*, unsigned)>& fn;
+  } payload{fn};
+  int rc = git_status_foreach_ext(
+      m_repo, &opts,
+      [](const char* path, unsigned flags, void* p) -> int {
+        if (!(flags & kChanged)) return 0;
+        return static_cast<Payload*>(p)->fn(path, flags) ? 1 : 0;
+      },
+      &payload);
+  if (rc == 1) return;
+  check_git(rc, "reading the work tree status");
+}
+
+Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched,
+                                          const std::vector<std::string>& leave_out) const {
+  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  finish_interrupted_sync();
   Scan scan;
-  for (std::size_t i = 0; i < git_status_list_entrycount(list.get()); ++i) {
-    const git_status_entry* e = git_status_byindex(list.get(), i);
-    if (!(e->status & kChanged)) continue;
-    const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
-    std::string path = d && d->new_file.path ? d->new_file.path : "";
-    bool is_watched = false;
-    for (const auto& w : watched)
-      is_watched |= (!w.empty() && w.back() == '/') ? path.starts_with(w) : path == w;
-    if (is_watched) scan.watched.push_back(PathStatus{path, short_status(e->status)});
+  walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
+    if (std::find(watched.begin(), watched.end(), path) != watched.end()) scan.watched.push_back(PathStatus{path, short_status(flags)});
     else scan.other_changes = true;
-  }
+    return false;
+  });
   return scan;
 }
 
-bool Repository::dirty() const {
-  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
-  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-  int rc = git_status_foreach_ext(
-      m_repo, &opts, [](const char*, unsigned flags, void*) -> int { return (flags & kChanged) ? 1 : 0; }, nullptr);
-  if (rc == 1) return true;
-  check_git(rc, "reading the work tree status");
-  return false;
+bool Repository::dirty(const std::vector<std::string>& leave_out) const {
+  bool any = false;
+  walk_status(walk_paths(leave_out, {}), [&](const char*, unsigned) { return any = true; });
+  return any;
 }
 
 std::string Repository::snapshot(const std::string& message, const std::optional<std::string>& parent,

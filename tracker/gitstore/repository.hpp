@@ -93,17 +93,19 @@ class Repository {
   // Paths among `paths` (files, or folders ending in '/') that differ from HEAD in the
   // index or the work tree, or are untracked (not ignored).
   std::vector<PathStatus> status(const std::vector<std::string>& paths) const;
-  // One walk of the whole work tree, taken while no abtrack process is committing (the commit
-  // lock is held for it, so another abtrack's half-synced files never look like the user's
-  // edits): the changes among `watched` (files, or folders ending in '/'), and whether
-  // anything else differs from HEAD (tracked or untracked, not ignored).
+  // One walk of the work tree, taken while no abtrack process is committing (the commit lock
+  // is held for it, so another abtrack's half-synced files never look like the user's edits):
+  // the changes among `watched` (files), and whether anything else differs from HEAD (tracked
+  // or untracked, not ignored). The top-level folders in `leave_out` ("runs") are neither
+  // walked nor counted, so the walk costs the same however many files they hold.
   struct Scan {
     std::vector<PathStatus> watched;
     bool other_changes = false;
   };
-  Scan settled_scan(const std::vector<std::string>& watched) const;
-  // Whether the work tree has any change against HEAD (tracked or untracked, not ignored).
-  bool dirty() const;
+  Scan settled_scan(const std::vector<std::string>& watched, const std::vector<std::string>& leave_out) const;
+  // Whether the work tree has any change against HEAD (tracked or untracked, not ignored)
+  // outside the top-level folders in `leave_out`.
+  bool dirty(const std::vector<std::string>& leave_out) const;
   // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create
   // -u`) except the paths in `leave_out` (files, or folders ending in '/'), with `parent` as
   // its parent and the parent's time as its time, without touching the index, work tree or
@@ -149,6 +151,13 @@ class Repository {
   void clear_lock_note() const;
   void remove_stale_locks() const;
   void finish_interrupted_sync() const;
+  // The paths a status walk that leaves the top-level folders `leave_out` alone must name:
+  // every other top-level entry of HEAD's tree, the index and the work-tree root (so new
+  // untracked files count), plus `also`. Empty when there is nothing to walk.
+  std::vector<std::string> walk_paths(const std::vector<std::string>& leave_out, const std::vector<std::string>& also) const;
+  // Calls `fn(path, flags)` for each changed path among `paths` (exact paths or folders, no
+  // pattern matching) until it returns true.
+  void walk_status(const std::vector<std::string>& paths, const std::function<bool(const char*, unsigned)>& fn) const;
   git_repository* m_repo = nullptr;
   std::filesystem::path m_workdir;
 };

@@ -81,6 +81,10 @@ struct SlurmOptions {
   std::string dir;                 // result folder (absolute, or repo-relative); empty: .git/abtrack/slurm
 };
 
+// The top-level folder of every experiment's records (runs/<experiment>/): data, not code, so
+// it never makes the work tree dirty and stays out of snapshots.
+inline constexpr std::string_view kRunsFolder = "runs";
+
 struct Plan {
   std::filesystem::path file;       // absolute path of the plan file
   std::string sha256;               // of the plan file's bytes
@@ -128,7 +132,7 @@ struct Plan {
   // The metric called `name`, or nullptr.
   const Metric* metric(std::string_view name) const;
   // The repo-relative folder of the run records: "runs/<experiment>".
-  std::string runs_dir() const { return "runs/" + experiment; }
+  std::string runs_dir() const { return std::string(kRunsFolder) + "/" + experiment; }
   // The absolute working directory of commands.
   std::filesystem::path command_dir() const;
 };

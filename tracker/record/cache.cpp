@@ -12,7 +12,8 @@ namespace abtrack::record {
 namespace {
 
 // 3: the machine (host, driver, GPU names) and the artifacts, which the document compares.
-constexpr std::string_view kMagic = "abtrack-record-cache 3\n";
+// 4: a header (with its own checksum) first, so a step decodes only the records it shows.
+constexpr std::string_view kMagic = "abtrack-record-cache 4\n";
 
 class Writer {
  public:
@@ -41,10 +42,11 @@ class Reader {
     m_in.remove_prefix(sizeof v);
     return v;
   }
-  std::string str() {
+  std::string str() { return std::string(view()); }
+  std::string_view view() {
     auto n = pod<std::uint32_t>();
     need(n);
-    std::string s(m_in.substr(0, n));
+    auto s = m_in.substr(0, n);
     m_in.remove_prefix(n);
     return s;
   }
@@ -66,17 +68,24 @@ std::uint32_t fnv1a(std::string_view s) {
 }  // namespace
 
 std::string encode_frame(const std::string& oid, const Record& r) {
+  Writer h;
+  h.str(r.experiment);
+  h.pod<std::int32_t>(r.run);
+  h.str(r.data.id);
+  h.pod<std::uint32_t>(static_cast<std::uint32_t>(r.cell.size()));
+  for (const auto& [k, v] : r.cell) {
+    h.str(k);
+    h.str(v);
+  }
+  h.pod<std::uint8_t>(static_cast<std::uint8_t>(r.data.outcome));
+  h.str(r.code.commit);
+  h.pod<std::uint8_t>(r.code.dirty);
+  h.str(r.code.snapshot);
+  std::string header = h.take();
   Writer w;
   w.str(oid);
-  w.str(r.experiment);
-  w.pod<std::int32_t>(r.run);
-  w.str(r.data.id);
-  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.cell.size()));
-  for (const auto& [k, v] : r.cell) {
-    w.str(k);
-    w.str(v);
-  }
-  w.pod<std::uint8_t>(static_cast<std::uint8_t>(r.data.outcome));
+  w.pod<std::uint32_t>(fnv1a(header));
+  w.str(header);
   w.str(r.data.reason);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.samples.size()));
   for (const auto& [name, s] : r.data.samples) {
@@ -94,9 +103,6 @@ std::string encode_frame(const std::string& oid, const Record& r) {
     w.pod<double>(g.worst.value_or(0));
     w.pod<std::uint64_t>(g.violations);
   }
-  w.str(r.code.commit);
-  w.pod<std::uint8_t>(r.code.dirty);
-  w.str(r.code.snapshot);
   w.str(r.env.host);
   w.str(r.env.driver);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.env.gpus.size()));
@@ -114,20 +120,29 @@ std::string encode_frame(const std::string& oid, const Record& r) {
   return frame.take() + payload;
 }
 
-std::pair<std::string, Record> decode_frame(std::string_view payload) {
+std::pair<std::string, Record> decode_frame(std::string_view payload, Part part) {
   Reader in(payload);
   std::string oid = in.str();
+  auto header_sum = in.pod<std::uint32_t>();
+  auto header = in.view();
+  if (part == Part::header && fnv1a(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
   Record r;
-  r.experiment = in.str();
-  r.run = in.pod<std::int32_t>();
-  r.data.id = in.str();
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
-    std::string k = in.str();
-    r.cell.emplace_back(std::move(k), in.str());
+  Reader h(header);
+  r.experiment = h.str();
+  r.run = h.pod<std::int32_t>();
+  r.data.id = h.str();
+  for (auto n = h.pod<std::uint32_t>(); n > 0; --n) {
+    std::string k = h.str();
+    r.cell.emplace_back(std::move(k), h.str());
   }
-  auto outcome = in.pod<std::uint8_t>();
+  auto outcome = h.pod<std::uint8_t>();
   if (outcome > 2) throw std::runtime_error("bad outcome in cache frame");
   r.data.outcome = static_cast<runner::Outcome>(outcome);
+  r.code.commit = h.str();
+  r.code.dirty = h.pod<std::uint8_t>();
+  r.code.snapshot = h.str();
+  if (!h.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
+  if (part == Part::header) return {std::move(oid), std::move(r)};
   r.data.reason = in.str();
   for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
     auto& s = r.data.samples[in.str()];
@@ -148,9 +163,6 @@ std::pair<std::string, Record> decode_frame(std::string_view payload) {
     g.violations = in.pod<std::uint64_t>();
     r.data.gates.push_back(std::move(g));
   }
-  r.code.commit = in.str();
-  r.code.dirty = in.pod<std::uint8_t>();
-  r.code.snapshot = in.str();
   r.env.host = in.str();
   r.env.driver = in.str();
   for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
@@ -213,15 +225,17 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
   m_saved = m_data.size();
 }
 
-std::optional<Record> RecordCache::get(const std::string& oid) const {
+std::optional<Record> RecordCache::get(const std::string& oid, Part part) const {
   auto it = m_frames.find(oid);
   if (it == m_frames.end()) return std::nullopt;
   std::string_view payload(m_data.data() + it->second.offset, it->second.size);
   std::uint32_t sum;
   std::memcpy(&sum, m_data.data() + it->second.offset - 4, 4);
-  if (fnv1a(payload) != sum) return std::nullopt;
+  // The header has its own checksum (checked by decode_frame): a header read hashes ~100 bytes,
+  // not the whole frame.
+  if (part == Part::all && fnv1a(payload) != sum) return std::nullopt;
   try {
-    auto [frame_id, rec] = decode_frame(payload);
+    auto [frame_id, rec] = decode_frame(payload, part);
     if (frame_id != oid) return std::nullopt;
     return std::move(rec);
   } catch (const std::exception&) {
