@@ -599,21 +599,29 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     // Compare-and-swap: move the ref only if it still points where we built on.
     std::string subject = change.message.substr(0, change.message.find('\n'));
     std::string reflog = "commit: " + subject;
+    // The sync marker (see finish_interrupted_sync) also names, as absolute paths, the git locks
+    // this invocation takes while it exists: the branch's and the index's. A lock left by a kill
+    // inside that window is ours, and remove_stale_locks knows it from the marker's time.
     std::string marker = hex(id) + "\n";
     for (const auto& f : change.files) marker += f.first + "\n";
+    marker += (ref_name == "HEAD" ? fs::path(git_repository_path(m_repo)) / "HEAD.lock"
+                                  : fs::path(git_repository_commondir(m_repo)) / (ref_name + ".lock"))
+                  .string() +
+              "\n";
+    marker += (fs::path(git_repository_path(m_repo)) / "index.lock").string() + "\n";
     util::write_file_atomic(sync_marker(), marker, util::Durability::ordinary);
     Reference ref;
-    note_lock(ref_name == "HEAD" ? fs::path(git_repository_path(m_repo)) / "HEAD.lock"
-                                 : fs::path(git_repository_commondir(m_repo)) / (ref_name + ".lock"));
     int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
                      : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
-    clear_lock_note();
     util::trace("commit object written");
     if (rc == 0) {
       result.commit = hex(id);
       result.attempts = attempt;
       break;
     }
+    // The ref did not move: nothing to sync, and a lock that made it fail is someone else's.
+    std::error_code marker_ec;
+    fs::remove(sync_marker(), marker_ec);
     if (rc != GIT_EMODIFIED && rc != GIT_ELOCKED && rc != GIT_EEXISTS) check_git(rc, "updating " + ref_name);
     last_rc = rc;
     if (attempt >= kMaxAttempts) {
@@ -695,11 +703,7 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     // force=0: re-read only if the file changed on disk (the status walk has just loaded it).
     int rc = git_index_read(index.get(), 0);
     for (std::size_t i = 0; rc == 0 && i < entries.size(); ++i) rc = git_index_add(index.get(), &entries[i]);
-    if (rc == 0) {
-      note_lock(fs::path(git_repository_path(m_repo)) / "index.lock");
-      rc = git_index_write(index.get());
-      clear_lock_note();
-    }
+    if (rc == 0) rc = git_index_write(index.get());
     if (rc == 0) break;
     if (rc != GIT_ELOCKED || attempt >= 100)
       check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
@@ -711,30 +715,32 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
 // Per work tree (a linked worktree has its own index and checkout), unlike state_dir().
 fs::path Repository::sync_marker() const { return fs::path(git_repository_path(m_repo)) / "abtrack-sync-pending"; }
 
-static fs::path lock_note_path(git_repository* repo) { return fs::path(git_repository_path(repo)) / "abtrack-locking"; }
-
-void Repository::note_lock(const fs::path& lock) const {
-  util::write_file_atomic(lock_note_path(m_repo), lock.string() + "\n", util::Durability::ordinary);
-}
-
-void Repository::clear_lock_note() const {
-  std::error_code ec;
-  fs::remove(lock_note_path(m_repo), ec);
-}
-
-void Repository::remove_stale_locks() const {
-  fs::path note = lock_note_path(m_repo);
-  std::error_code ec;
-  if (!fs::exists(note, ec)) return;
-  std::string lock = util::read_file(note);
-  while (!lock.empty() && lock.back() == '\n') lock.pop_back();
+// A lock taken within seconds of `note`'s modification time (the killed process's own): a lock a
+// user's git took later is left alone.
+static void remove_lock_taken_near(const fs::path& note, const std::string& lock) {
   struct stat note_st {}, lock_st {};
-  // Only a lock taken right after the note (the killed process's own): a lock a user's git took
-  // later is left alone.
+  std::error_code ec;
   if (!lock.empty() && ::stat(note.c_str(), &note_st) == 0 && ::stat(lock.c_str(), &lock_st) == 0 &&
       lock_st.st_mtime >= note_st.st_mtime - 1 && lock_st.st_mtime <= note_st.st_mtime + 5)
     fs::remove(lock, ec);
-  fs::remove(note, ec);
+}
+
+void Repository::remove_stale_locks() const {
+  std::error_code ec;
+  // Earlier versions noted each lock in abtrack-locking just before taking it.
+  fs::path note = fs::path(git_repository_path(m_repo)) / "abtrack-locking";
+  if (fs::exists(note, ec)) {
+    std::string lock = util::read_file(note);
+    while (!lock.empty() && lock.back() == '\n') lock.pop_back();
+    remove_lock_taken_near(note, lock);
+    fs::remove(note, ec);
+  }
+  // The sync marker names the locks taken while it exists (absolute paths; files are relative).
+  fs::path marker = sync_marker();
+  if (!fs::exists(marker, ec)) return;
+  std::istringstream in(util::read_file(marker));
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with('/')) remove_lock_taken_near(marker, line);
 }
 
 void Repository::finish_interrupted_sync() const {
@@ -747,7 +753,7 @@ void Repository::finish_interrupted_sync() const {
   std::getline(in, id);
   std::vector<std::string> paths;
   for (std::string line; std::getline(in, line);)
-    if (!line.empty()) paths.push_back(line);
+    if (!line.empty() && !line.starts_with('/')) paths.push_back(line);  // '/': a lock it names
   auto tip = read_tip(m_repo);
   // Only when that commit is still HEAD: otherwise its ref move never happened, or HEAD has
   // moved on and the checkout is the user's business.

@@ -142,13 +142,12 @@ class Repository {
                      const std::string& commit, std::vector<std::string>& kept_edits) const;
   // A process killed between moving the ref and syncing the checkout leaves a marker naming
   // the commit and its paths; the next commit or settled_scan (under the commit lock)
-  // finishes that sync, so the user never sees the run as staged-reverted.
+  // finishes that sync, so the user never sees the run as staged-reverted. The marker also
+  // names the git locks taken while it exists (the branch's .lock, index.lock): a process killed
+  // while holding one leaves it, and the next abtrack (holding the commit lock, so no live
+  // abtrack owns it) removes a lock taken within seconds of the marker instead of failing on it
+  // forever; a lock taken later is a user's git's and stays.
   std::filesystem::path sync_marker() const;
-  // Before taking a git lock (index.lock, a ref's .lock) abtrack notes its path; a process
-  // killed while holding it leaves the note, and the next abtrack (holding the commit lock, so
-  // no live abtrack owns it) removes that stale lock instead of failing on it forever.
-  void note_lock(const std::filesystem::path& lock) const;
-  void clear_lock_note() const;
   void remove_stale_locks() const;
   void finish_interrupted_sync() const;
   // The paths a status walk that leaves the top-level folders `leave_out` alone must name:
