@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Bookkeeping benchmarks (issue: "per-step overhead below the git CLI's own commit"), measured
-# side by side with hyperfine on the same repository. Results go to docs/PERFORMANCE.md by hand.
+# side by side on the same repositories. Results go to docs/PERFORMANCE.md by hand.
 #
 #   scripts/bench.sh [build-dir]        (default build/; needs hyperfine, git, python3)
+#   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the interleaved step measurement; default 60)
 #
 # 1. `abtrack step` on a trivial command vs. a shell script doing the same bookkeeping with the
-#    git CLI (write a record and a document line, git add both, git commit), at 10 and 1000 runs.
-# 2. status, log, render, verify at 1000 and 10,000 runs.
+#    git CLI (write a record and a document line, git add both, git commit), at 10 and 1000 runs,
+#    with and without the plot: interleaved round by round (bench/paired.py), ratios per round.
+# 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
@@ -40,21 +42,24 @@ git commit -q -m "run $n" -m "Abtrack-Run: $n"
 SH
 chmod +x "$work/git-step.sh"
 
-# step_bench NAME LABEL [PLAN-LINE]: abtrack step against the git CLI script at 10 and 1000 runs,
-# in histories whose plan gets PLAN-LINE appended (e.g. `plot: false`: no SVG plot in the commit).
-step_bench() {
-  local name=$1 label=$2 extra=${3:-} n
-  for n in 10 1000; do
-    history "$work/$name$n" "$n"
-    (cd "$work/$name$n" &&
-     if [ -n "$extra" ]; then printf '%s\n' "$extra" >>abtrack.yaml && git commit -qam "plan: $extra"; fi &&
-     hyperfine -N --warmup 3 --runs 30 --export-json "$out/$name-$n.json" \
-       -n "$label ($n runs)" "$abtrack -q step --cell variant=a,batch=1" \
-       -n "git CLI script ($n runs)" "$work/git-step.sh")
-  done
-}
-step_bench h "abtrack step"
-step_bench np "abtrack step, plot: false" "plot: false"
+# The step measurements, interleaved (bench/paired.py): each round runs abtrack step and the git
+# CLI script at 10 and at 1000 runs of history, with and without the plot (`plot: false`), in a
+# shuffled order; every repository is reset to its history after each command (untimed), so "10
+# runs" stays 10. Ratios are taken within a round: drift on a noisy machine cancels.
+for n in 10 1000; do
+  history "$work/h$n" "$n"
+  history "$work/np$n" "$n"
+  (cd "$work/np$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "plan: plot: false")
+done
+step="$abtrack -q step --cell variant=a,batch=1"
+python3 "$here/bench/paired.py" --rounds "${BENCH_ROUNDS:-60}" --warmup 3 --reset-git --json "$out/step.json" \
+  "step@10=$work/h10::$step" "git@10=$work/h10::$work/git-step.sh" \
+  "step@1000=$work/h1000::$step" "git@1000=$work/h1000::$work/git-step.sh" \
+  "step-noplot@10=$work/np10::$step" "git-noplot@10=$work/np10::$work/git-step.sh" \
+  "step-noplot@1000=$work/np1000::$step" "git-noplot@1000=$work/np1000::$work/git-step.sh" \
+  "10 runs=step@10/git@10" "1000 runs=step@1000/git@1000" "growth=step@1000/step@10" \
+  "10 runs, plot: false=step-noplot@10/git-noplot@10" "1000 runs, plot: false=step-noplot@1000/git-noplot@1000" \
+  "growth, plot: false=step-noplot@1000/step-noplot@10"
 for n in 1000 10000; do
   [ -d "$work/h$n" ] || history "$work/h$n" "$n"
   (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
@@ -67,16 +72,8 @@ import json, os, sys
 d = sys.argv[1]
 def medians(name):
     return {r["command"]: r["median"] for r in json.load(open(os.path.join(d, name)))["results"]}
-print("\n| measurement | median | ratio |\n| --- | ---: | ---: |")
-for name, label in (("h", "abtrack step"), ("np", "abtrack step, plot: false")):
-    step = {}
-    for n in (10, 1000):
-        m = medians(f"{name}-{n}.json")
-        a, g = m[f"{label} ({n} runs)"], m[f"git CLI script ({n} runs)"]
-        step[n] = a
-        print(f"| {label}, {n} runs | {a*1e3:.1f} ms | {a/g:.2f}x the git CLI script ({g*1e3:.1f} ms) |")
-    print(f"| {label}, 1000 vs 10 runs | | {step[1000]/step[10]:.2f}x |")
+print("\n| read command | median |\n| --- | ---: |")
 for n in (1000, 10000):
     for cmd, t in medians(f"read-{n}.json").items():
-        print(f"| {cmd} | {t*1e3:.1f} ms | |")
+        print(f"| {cmd} | {t*1e3:.1f} ms |")
 PY
