@@ -668,18 +668,17 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     synced.push_back(path);
   }
   if (synced.empty()) return;
-  // The index entries are built from what is known: the blob ids and modes of the commit's tree
-  // and the stat data of the files just written. git_index_add_bypath would hash each file again
-  // and write its blob a second time (~0.3 ms per path here).
-  git_oid commit_id = parse_oid(commit);
-  Commit committed;
-  Tree committed_tree;
-  check_git(git_commit_lookup(committed.out(), m_repo, &commit_id), "reading the new commit");
-  check_git(git_commit_tree(committed_tree.out(), committed.get()), "reading the new commit's tree");
+  // The index entries are built from what is known: the content committed (its blob id; commits
+  // write every file as a regular blob) and the stat data of the file just written.
+  // git_index_add_bypath would read each file back, hash it and write its blob a second time;
+  // reading the commit's trees back instead costs an inflate of the runs/ tree.
+  std::vector<git_oid> ids(synced.size());
+  for (std::size_t i = 0; i < synced.size(); ++i) {
+    auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == synced[i]; });
+    check_git(git_odb_hash(&ids[i], it->second.data(), it->second.size(), GIT_OBJECT_BLOB), "hashing " + synced[i]);
+  }
   std::vector<git_index_entry> entries(synced.size());
   for (std::size_t i = 0; i < synced.size(); ++i) {
-    TreeEntry te;
-    check_git(git_tree_entry_bypath(te.out(), committed_tree.get(), synced[i].c_str()), "finding " + synced[i]);
     struct stat st {};
     if (::lstat((m_workdir / synced[i]).c_str(), &st) != 0)
       throw Error(Exit::environment, fmt::format("cannot stat {} after writing it: {}", synced[i], std::strerror(errno)));
@@ -690,11 +689,11 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     e.mtime.nanoseconds = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
     e.dev = static_cast<std::uint32_t>(st.st_dev);
     e.ino = static_cast<std::uint32_t>(st.st_ino);
-    e.mode = static_cast<std::uint32_t>(git_tree_entry_filemode(te.get()));
+    e.mode = GIT_FILEMODE_BLOB;
     e.uid = static_cast<std::uint32_t>(st.st_uid);
     e.gid = static_cast<std::uint32_t>(st.st_gid);
     e.file_size = static_cast<std::uint32_t>(st.st_size);
-    git_oid_cpy(&e.id, git_tree_entry_id(te.get()));
+    git_oid_cpy(&e.id, &ids[i]);
     e.path = synced[i].c_str();
   }
   Index index;
