@@ -43,25 +43,24 @@ expect_false "the marker is gone" test -e .git/abtrack-sync-pending
 expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | tr '\n' ' ')" "4 3 2 1 " "runs 1-4 committed"
 expect_clean
 
+# users_lock_stays NOTE CONTENT: NOTE (written an hour ago) names the branch's lock, which a
+# user's git has just taken: the step must leave it, fail naming it, and keep its measurement
+# journaled until the lock is gone.
+users_lock_stays() {
+  printf '%s' "$2" >"$1"
+  touch -d '1 hour ago' "$1"
+  : >.git/refs/heads/main.lock
+  expect_rc 3 ab step
+  expect_contains "$ERR" ".git/refs/heads/main.lock"
+  expect_true "the user's lock is still there" test -e .git/refs/heads/main.lock
+  rm -f .git/refs/heads/main.lock
+  expect_rc 0 ab step
+  expect_contains "$OUT" "earlier invocation" "the journaled measurement is committed once the lock is gone"
+}
+
 step "a lock taken long after the sync marker is someone else's: left alone"
-printf '%s\n%s\n' "0000000000000000000000000000000000000000" "$PWD/.git/refs/heads/main.lock" >.git/abtrack-sync-pending
-touch -d '1 hour ago' .git/abtrack-sync-pending
-: >.git/refs/heads/main.lock
-expect_rc 3 ab step
-expect_contains "$ERR" ".git/refs/heads/main.lock"
-expect_true "the user's lock is still there" test -e .git/refs/heads/main.lock
-rm -f .git/refs/heads/main.lock
-expect_rc 0 ab step
-expect_contains "$OUT" "earlier invocation" "the journaled measurement is committed once the lock is gone"
+users_lock_stays .git/abtrack-sync-pending "$(printf '%s\n%s\n' 0000000000000000000000000000000000000000 "$PWD/.git/refs/heads/main.lock")"
 
 step "a lock taken long after the note is someone else's: left alone"
-printf '%s\n' "$PWD/.git/refs/heads/main.lock" >.git/abtrack-locking
-touch -d '1 hour ago' .git/abtrack-locking
-: >.git/refs/heads/main.lock
-expect_rc 3 ab step
-expect_contains "$ERR" ".git/refs/heads/main.lock"
-expect_true "the user's lock is still there" test -e .git/refs/heads/main.lock
-rm -f .git/refs/heads/main.lock
-expect_rc 0 ab step
-expect_contains "$OUT" "earlier invocation" "the journaled measurement is committed once the lock is gone"
+users_lock_stays .git/abtrack-locking "$PWD/.git/refs/heads/main.lock"
 done_testing
