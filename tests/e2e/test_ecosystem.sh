@@ -63,6 +63,14 @@ expect_rc 0 ab verify
 expect_clean "after run with a plot"
 expect_rc 0 ab render
 expect_clean "render changes nothing"
+# render redraws a deleted or edited plot, byte for byte what the last run committed
+rm AB.svg
+expect_rc 0 ab render
+expect_contains "$(cat "$OUT" "$ERR")" "rendered AB.svg from 4 runs"
+expect_eq "$(git hash-object AB.svg)" "$(git rev-parse HEAD:AB.svg)" "the plot is redrawn as committed"
+printf '<svg/>' >AB.svg
+expect_rc 0 ab render
+expect_clean "render puts an edited plot back"
 
 step "fingerprint in the record"
 expect_eq "$(json runs/eco/0001.json 'sorted(d["env"].keys())')" \

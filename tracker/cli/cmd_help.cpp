@@ -51,9 +51,10 @@ const std::vector<Command>& commands() {
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
        "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell.",
        cmd_log},
-      {"render", "render", "rewrite the document's regions from the committed records (no commit)",
+      {"render", "render", "rewrite the document's regions and the plot from the committed records (no commit)",
        "Re-renders the summary, results and runs regions from the records committed on HEAD and writes the\n"
-       "document atomically. Text outside the regions is kept byte for byte. Nothing is committed.",
+       "document atomically; redraws the plot beside it (unless the plan says plot: false), byte for byte\n"
+       "what a step would commit. Text outside the regions is kept byte for byte. Nothing is committed.",
        cmd_render},
       {"verify", "verify", "exit 0 when the document's regions equal a fresh render and every record is committed",
        "Renders the regions from the committed records and compares them with the document in the work\n"

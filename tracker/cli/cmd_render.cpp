@@ -1,7 +1,9 @@
-// `abtrack render` and `abtrack verify`: the document's regions against the records.
+// `abtrack render` and `abtrack verify`: the document's regions (and render's plot) against the records.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.hpp"
+#include "doc/plot.hpp"
 #include "doc/regions.hpp"
 #include "doc/render.hpp"
 #include "record/record.hpp"
@@ -56,14 +58,27 @@ int cmd_render(const Args& args) {
   Context ctx = open_context(args.global);
   auto [file, text] = work_tree_document(ctx);
   auto records = head_records(ctx);
-  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  // The plot is redrawn too (deterministic bytes from the same records), as a step would.
+  auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
+  bool plot = svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
   std::string fresh = rendered_document(text, ctx.plan, records, plot);
-  if (fresh == text) {
-    info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
-    return 0;
+  std::vector<std::string> written;
+  if (fresh != text) {
+    util::write_file_atomic(file, fresh);
+    written.push_back(ctx.plan.doc);
   }
-  util::write_file_atomic(file, fresh);
-  info(args.global, fmt::format("rendered {} from {} runs (not committed)", ctx.plan.doc, records.size()));
+  if (svg) {
+    fs::path svg_file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
+    std::error_code ec;
+    if (!fs::exists(svg_file, ec) || util::read_file(svg_file) != *svg) {
+      util::write_file_atomic(svg_file, *svg);
+      written.push_back(doc::plot_path(ctx.plan));
+    }
+  }
+  if (written.empty())
+    info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
+  else
+    info(args.global, fmt::format("rendered {} from {} runs (not committed)", fmt::join(written, " and "), records.size()));
   return 0;
 }
 
