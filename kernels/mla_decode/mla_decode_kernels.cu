@@ -66,6 +66,17 @@ __device__ __forceinline__ __nv_bfloat162 as_bf162(std::uint32_t v) {
   return *reinterpret_cast<__nv_bfloat162*>(&v);
 }
 
+// Zeroes a set of f32 mma accumulators ([m-tile][n-tile][4]).
+template <int N>
+__device__ __forceinline__ void zero_fragments(float (&a)[2][N][4]) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[mt][n][i] = 0.0f;
+}
+
 // Warp roles and shared-memory carve-up of one (warps, tile) instantiation.
 template <int W, int T>
 struct Layout {
@@ -250,12 +261,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   // P V accumulators: rows (mt*16 + g, +8); n-tile db*4 + c holds columns
   // col0 + 32*db + 4*n + c for n = 2*t4, 2*t4 + 1 (the byte column order of the fp8 words).
   float acc[2][L::kNTiles][4];
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < L::kNTiles; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+  zero_fragments(acc);
   float m_run[L::kPasses], l_run[L::kPasses];  // this lane's softmax row in each pass
 #pragma unroll
   for (int i = 0; i < L::kPasses; ++i) {
@@ -294,12 +300,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     // are summed unscaled, then multiplied by each token's scale; then the rope step (bf16).
     {
       float sacc[2][L::kNTW][4];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int n = 0; n < L::kNTW; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) sacc[mt][n][i] = 0.0f;
+      zero_fragments(sacc);
       const std::uint8_t* ktile = raw + (ng * L::kNTW * 8 + g) * kTokenBytes;  // + n * 8 rows
 #pragma unroll
       for (int i = 0; i < L::kKSteps; ++i) {
