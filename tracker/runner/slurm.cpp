@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -328,10 +329,22 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
   if (j.is_discarded() || !j.is_object())
     return invalid_run(plan, cell, t, fmt::format("slurm task {} wrote an unreadable result file", where));
   std::string stopped_by = j.value("stopped_by", "");
+  const json invocations = j.value("invocations", json::array());
+  // scancel signals every process of the task: the command can die of its SIGTERM before the
+  // task runner notes its own, which leaves a result without stopped_by. A last invocation killed
+  // by SIGTERM (not by abtrack's own timeout) is read like one: the Slurm state says whether the
+  // task was cancelled.
+  if (stopped_by.empty() && !invocations.empty() && !states.empty()) {
+    const json& last = invocations.back();
+    if (last.contains("signal") && last["signal"].is_number_integer() && last["signal"].get<int>() == SIGTERM &&
+        !last.value("timed_out", false)) {
+      if (state.empty() || !terminal(state)) return std::nullopt;
+      if (state.rfind("CANCELLED", 0) == 0) stopped_by = util::signal_name(SIGTERM);
+    }
+  }
   // A task stopped by SIGTERM wrote its result on the way out; its Slurm state says why.
   if (!stopped_by.empty() && !states.empty() && (state.empty() || !terminal(state))) return std::nullopt;
   std::vector<util::ProcessResult> results;
-  const json invocations = j.value("invocations", json::array());
   for (const auto& inv : invocations) {
     util::ProcessResult r;
     if (inv.contains("exit_code") && inv["exit_code"].is_number_integer()) r.exit_code = inv["exit_code"].get<int>();

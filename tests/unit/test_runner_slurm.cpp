@@ -1,0 +1,74 @@
+// How a finished Slurm task becomes a run (runner::slurm::finished_run), from a result file and
+// the task's Slurm state, without a cluster (tests/slurm/ runs the real one).
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "plan/load.hpp"
+#include "runner/slurm.hpp"
+
+using namespace abtrack;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+  fs::path dir = fs::temp_directory_path() / ("abtrack-slurm-unit-" + std::to_string(::getpid()));
+  plan::Plan plan = plan::parse_plan("experiment: sl\ndoc: AB.md\naxes: {x: [1]}\ncommand: c\nmetrics: {t: {json: t}}\n",
+                                     "abtrack.yaml", fs::temp_directory_path());
+  runner::slurm::Submission s;
+  runner::slurm::Task t;
+  Fixture() {
+    fs::create_directories(dir);
+    s.dir = dir;
+    s.experiment = "sl";
+    s.job_id = "42";
+    t.index = 0;
+    t.id = "m0";
+    t.cell = {{"x", "1"}};
+    t.command = "c";
+    s.tasks = {t};
+  }
+  ~Fixture() { fs::remove_all(dir); }
+  // A result whose only invocation ended by `signal`, with the runner's own stop note `stopped_by`.
+  void result(int signal, const std::string& stopped_by) const {
+    std::ofstream(dir / "result-0.json") << R"({"index": 0, "id": "m0", "stopped_by": ")" << stopped_by
+                                         << R"(", "invocations": [{"exit_code": null, "signal": )" << signal
+                                         << R"(, "timed_out": false, "duration_s": 1, "stdout": "", "stdout_bytes": 0,)"
+                                         << R"( "stderr_tail": "", "stderr_bytes": 0}]})";
+  }
+};
+
+}  // namespace
+
+TEST_CASE("slurm: a command killed by scancel's SIGTERM before the runner noted its own is a cancelled run") {
+  Fixture f;
+  f.result(SIGTERM, "");
+  // Slurm has not settled the task yet: wait for it to say why.
+  CHECK_FALSE(runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "RUNNING"}}).has_value());
+  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "CANCELLED by 0"}});
+  REQUIRE(run.has_value());
+  CHECK(run->outcome == runner::Outcome::invalid);
+  CHECK(run->reason == "slurm task 42_0 was cancelled (CANCELLED by 0, the command got SIGTERM)");
+}
+
+TEST_CASE("slurm: the runner's own stop note and a cancelled state give the same reason") {
+  Fixture f;
+  f.result(SIGTERM, "SIGTERM");
+  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "CANCELLED by 0"}});
+  REQUIRE(run.has_value());
+  CHECK(run->reason == "slurm task 42_0 was cancelled (CANCELLED by 0, the command got SIGTERM)");
+}
+
+TEST_CASE("slurm: a command killed by SIGTERM in a task nobody cancelled keeps its own reason") {
+  Fixture f;
+  f.result(SIGTERM, "");
+  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "FAILED"}});
+  REQUIRE(run.has_value());
+  CHECK(run->reason.find("cancelled") == std::string::npos);
+  CHECK(run->reason.find("SIGTERM") != std::string::npos);
+}
