@@ -45,30 +45,35 @@ struct Fixture {
 
 }  // namespace
 
+// The run finished_run makes of the fixture's task in Slurm state `state` (it must make one).
+runner::Run finished(const Fixture& f, const std::string& state) {
+  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, state}});
+  REQUIRE(run.has_value());
+  return *run;
+}
+
+const char* const kCancelled = "slurm task 42_0 was cancelled (CANCELLED by 0, the command got SIGTERM)";
+
 TEST_CASE("slurm: a command killed by scancel's SIGTERM before the runner noted its own is a cancelled run") {
   Fixture f;
   f.result(SIGTERM, "");
   // Slurm has not settled the task yet: wait for it to say why.
   CHECK_FALSE(runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "RUNNING"}}).has_value());
-  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "CANCELLED by 0"}});
-  REQUIRE(run.has_value());
-  CHECK(run->outcome == runner::Outcome::invalid);
-  CHECK(run->reason == "slurm task 42_0 was cancelled (CANCELLED by 0, the command got SIGTERM)");
+  auto run = finished(f, "CANCELLED by 0");
+  CHECK(run.outcome == runner::Outcome::invalid);
+  CHECK(run.reason == kCancelled);
 }
 
 TEST_CASE("slurm: the runner's own stop note and a cancelled state give the same reason") {
   Fixture f;
   f.result(SIGTERM, "SIGTERM");
-  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "CANCELLED by 0"}});
-  REQUIRE(run.has_value());
-  CHECK(run->reason == "slurm task 42_0 was cancelled (CANCELLED by 0, the command got SIGTERM)");
+  CHECK(finished(f, "CANCELLED by 0").reason == kCancelled);
 }
 
 TEST_CASE("slurm: a command killed by SIGTERM in a task nobody cancelled keeps its own reason") {
   Fixture f;
   f.result(SIGTERM, "");
-  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "FAILED"}});
-  REQUIRE(run.has_value());
-  CHECK(run->reason.find("cancelled") == std::string::npos);
-  CHECK(run->reason.find("SIGTERM") != std::string::npos);
+  auto reason = finished(f, "FAILED").reason;
+  CHECK(reason.find("cancelled") == std::string::npos);
+  CHECK(reason.find("SIGTERM") != std::string::npos);
 }
