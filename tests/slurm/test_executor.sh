@@ -10,7 +10,7 @@ sinfo -h -o %T | grep -q idle || die "the Slurm node is not idle: $(sinfo -h -o 
 # The tasks exec the binary; a copy keeps them off a build that is being relinked.
 cp "$ABTRACK" "$WORK/abtrack" && ABTRACK=$WORK/abtrack
 
-# rec X: the record of cell x=X (tasks finish, and are numbered, in any order).
+# rec X: the record of cell x=X (tasks finish in any order; they are committed in plan order).
 rec() { grep -l "\"x\": $1\b" runs/sl/*.json | head -n 1; }
 
 plan() {  # plan COMMAND [EXTRA YAML]
@@ -50,6 +50,14 @@ expect_rc 0 ab verify
 expect_clean
 expect_rc 0 ab run
 expect_contains "$ERR" "nothing to do"
+
+step "a task that finishes early waits for the tasks before it: commits in plan order"
+new_repo order
+plan "'if [ {x} = 1 ]; then sleep 1; fi; echo \"{\\\"t\\\": \"{x}\"0}\"'"
+expect_rc 1 ab run  # x=3 fails its gate (t = 30)
+expect_eq "$(git log --reverse --format=%s | sed -n 's/^abtrack(sl): run \([0-9]*\) \(x=[0-9]\).*/\1 \2/p' | tr '\n' ' ')" \
+  "1 x=1 2 x=2 3 x=3 " "run numbers follow the plan, not the finishing order"
+expect_eq "$(json "$(rec 2)" 'd["comparison"] is not None')" true "x=2 is compared with the baseline x=1"
 
 step "run --detach returns the job id; two collects at once commit each run exactly once"
 new_repo detach

@@ -205,7 +205,9 @@ record::Code code_of(const runner::slurm::Submission& s) {
   return c;
 }
 
-// One pass over one submission (under its lock). Returns how many tasks still wait.
+// One pass over one submission (under its lock). Returns how many tasks still wait. Tasks are
+// committed in plan order (their array order), as a local run commits: a finished task waits
+// for the ones before it, so run numbers and baseline comparisons are those of a serial run.
 int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) {
   SubmissionLock lock(s.dir);
   if (std::filesystem::exists(s.dir / "done")) return 0;
@@ -213,6 +215,10 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
   int waiting = 0;
   for (const auto& t : s.tasks) {
     if (runner::slurm::is_committed(s, t.index)) continue;
+    if (waiting > 0) {  // an earlier task is not committed yet
+      ++waiting;
+      continue;
+    }
     std::string env_json;
     std::optional<runner::Run> run;
     try {
