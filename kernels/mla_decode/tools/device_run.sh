@@ -70,6 +70,13 @@ if [ "$mode" = grid ] || [ "$mode" = all ]; then
       for h in 64 128; do run --batch 64 --heads $h $BEST; done
       for b in 1 16 128; do run --batch $b --heads 32 $BEST; done
       ;;
+    v4)  # dequant fp8 (FP8 tensor cores for Q K^T) against bits, side by side (2026-11-30, session 3)
+      for dq in bits fp8; do for w in 8 4; do for t in 32 16 64; do for s in 1 2 3; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s --dequant $dq
+      done; done; done; done
+      for dq in bits fp8; do for h in 64 128; do run --batch 64 --heads $h --warps 8 --tile 32 --stages 2 --dequant $dq; done
+        for b in 16 128; do run --batch $b --heads 32 --warps 8 --tile 32 --stages 2 --dequant $dq; done; done
+      ;;
     quick)
       for w in 4 8; do for t in 16 32 64; do for s in 2 3; do
         run --batch 64 --heads 32 --warps $w --tile $t --stages $s
