@@ -55,8 +55,7 @@ CPU reference, times it, and prints one JSON object as the last line of stdout.
   --tile N              tokens per tile: CUDA 16|32|64, CPU any >= 1 (default 64)
   --splits N|auto       splits per row (default auto)
   --math mma|fma        CUDA QK^T / PV arithmetic (default mma)
-  --dequant cvt|bits|fp8  CUDA K/V fp8 handling: -> bf16 by cvt or the bit trick, or fp8:
-                        Q K^T on FP8 tensor cores, Q split hi+lo (default bits)
+  --dequant cvt|bits    CUDA fp8 -> bf16 conversion (default bits)
   --threads N           CPU worker threads (default: all hardware threads)
   --samples N           timed samples (default: cuda 10, cpu 3)
   --warmup N            untimed runs before the samples (default: cuda 3, cpu 1)
@@ -158,9 +157,8 @@ Options parse(int argc, char** argv, bool& help) {
       if (value != "mma" && value != "fma") throw UsageError("--math must be mma or fma, got '" + value + "'");
       o.cuda.math = value == "mma" ? mla::Math::mma : mla::Math::fma;
     } else if (arg == "--dequant") {
-      if (value != "cvt" && value != "bits" && value != "fp8")
-        throw UsageError("--dequant must be cvt, bits or fp8, got '" + value + "'");
-      o.cuda.dequant = value == "cvt" ? mla::Dequant::cvt : value == "bits" ? mla::Dequant::bits : mla::Dequant::fp8;
+      if (value != "cvt" && value != "bits") throw UsageError("--dequant must be cvt or bits, got '" + value + "'");
+      o.cuda.dequant = value == "cvt" ? mla::Dequant::cvt : mla::Dequant::bits;
     } else if (arg == "--threads") {
       o.threads = static_cast<int>(parse_int(arg, value, 1, 4096));
     } else if (arg == "--samples") {

@@ -11,10 +11,6 @@ std::string validate_config(const CudaConfig& c) {
   if (c.stages < 1 || c.stages > 4) return "stages must be 1, 2, 3 or 4";
   if (c.tile != 16 && c.tile != 32 && c.tile != 64) return "tile must be 16, 32 or 64";
   if (c.splits < 0) return "splits must be >= 1 or auto";
-  if (c.math == Math::fma && c.dequant == Dequant::fp8)
-    return "math fma emulates the bf16 mma; dequant fp8 runs on the FP8 tensor cores (use math mma)";
-  if (c.dequant == Dequant::fp8 && c.warps == 4 && c.tile == 64)
-    return "dequant fp8 is not built for 4 warps with 64-token tiles (its registers would spill): use 8 warps or a smaller tile";
   return "";
 }
 
@@ -25,7 +21,7 @@ std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw fp8 ring
   bytes += static_cast<std::size_t>(4) * kHeadsPerCta * (c.tile + 4) * 4;        // f32 S partials (4 k parts)
   bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;            // P (bf16)
-  bytes += 4 * kHeadsPerCta * 4;                                                 // alpha, m, l, Q row scales
+  bytes += 3 * kHeadsPerCta * 4;                                                 // alpha, m, l
   bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;               // indices
   return bytes;
 }
@@ -44,6 +40,6 @@ Feasibility cuda_feasibility(const CudaConfig& c, int tiles_per_split, std::size
 }
 
 const char* to_string(Math math) { return math == Math::mma ? "mma" : "fma"; }
-const char* to_string(Dequant dequant) { return dequant == Dequant::cvt ? "cvt" : dequant == Dequant::bits ? "bits" : "fp8"; }
+const char* to_string(Dequant dequant) { return dequant == Dequant::cvt ? "cvt" : "bits"; }
 
 }  // namespace abtrack::kernels::mla_decode

@@ -154,7 +154,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
   Impl& d = *m_impl;
   LaunchPlan lp;
   lp.config = config;
-  const void* kernel = decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::fp8);
+  const void* kernel = decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
   cudaFuncAttributes attr{};
   CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   lp.regs_per_thread = attr.numRegs;
@@ -231,13 +231,12 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   p.tiles_per_split = lp.tiles_per_split;
   p.stages = lp.config.stages;
   p.scale_log2 = d.scale_log2;
-  p.dequant_bits = lp.config.dequant == Dequant::cvt ? 0 : 1;
   const dim3 grid(static_cast<unsigned>(lp.splits),
                   static_cast<unsigned>((d.shape.heads + kHeadsPerCta - 1) / kHeadsPerCta),
                   static_cast<unsigned>(d.shape.batch));
   const dim3 block(static_cast<unsigned>(lp.config.warps * 32));
   void* args[] = {&p};
-  CUDA_CHECK(cudaLaunchKernel(decode_kernel(lp.config.warps, lp.config.tile, lp.config.math == Math::fma, lp.config.dequant == Dequant::fp8), grid, block, args,
+  CUDA_CHECK(cudaLaunchKernel(decode_kernel(lp.config.warps, lp.config.tile, lp.config.math == Math::fma, lp.config.dequant == Dequant::bits), grid, block, args,
                               lp.smem_bytes, d.stream));
   CUDA_CHECK(cudaGetLastError());
   if (lp.splits > 1) {

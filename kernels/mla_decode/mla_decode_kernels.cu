@@ -10,10 +10,6 @@
 //   O += P V: a warp owns 512/W columns; per 16 tokens a lane loads one word from each of its
 //     four B-fragment rows and a byte permute turns them into four n-tiles' B fragments.
 // Three barriers per tile (four with one stage). A combine kernel merges the splits.
-// dequant fp8: S's 512 fp8 dims run on the FP8 tensor cores instead (mma.sync m16n8k32 e4m3, f32
-// accumulate): K's bytes are the B fragments as loaded, with no conversion at all; Q is scaled
-// per head row by a power of two and split into two e4m3 parts, hi + lo, whose sum keeps about
-// bf16's precision (two mma per fragment instead of a dequantized K).
 #include "mla_decode_kernels.cuh"
 
 #include <cuda_fp16.h>
@@ -30,6 +26,7 @@ constexpr int kChunks = kTokenBytes / 16;  // 41 16-byte chunks per token row
 constexpr int kKTotal = kDimQk / 16;        // 36 k16 steps: 32 fp8 (4 scale groups of 8), 4 bf16 rope
 constexpr int kHeads = 32;                   // heads per CTA
 constexpr float kMinusBig = -1e30f;
+constexpr float kRescaleLog2 = 8.0f;  // lazy rescaling threshold (log2 domain): P <= 256
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -63,14 +60,12 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// d += a * b, m16n8k32, e4m3 inputs, f32 accumulators (sm_89+). A: a0/a2 = row g, k 4t4..+3 /
-// 16+4t4..+3, a1/a3 the same for row g+8; B: b0 = k 4t4..+3, b1 = k 16+4t4..+3 of column g.
-__device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint4& a, std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+// 2^x by the SFU alone (ex2.approx.ftz: relative error ~2^-22, -inf -> 0), without exp2f's
+// denormal fix-up around it.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ std::uint32_t as_u32(__nv_bfloat162 v) {
@@ -129,45 +124,17 @@ __device__ __forceinline__ int kstep_of(int kp, int i) { return i < 8 ? 8 * kp +
 // indices (2t4, 2t4+1) = dims (4t4, 4t4+2) and (2t4+8, 2t4+9) = dims (4t4+1, 4t4+3): the even
 // and odd bytes of a K word, which the bit trick produces without a byte permute. Rows past
 // `heads` are zero.
-__device__ __forceinline__ uint4 load_q_frag(const KernelParams& p, int b, int head0, int mt, int j, int lane,
-                                             float scale0, float scale8) {
+__device__ __forceinline__ uint4 load_q_frag(const KernelParams& p, int b, int head0, int mt, int j, int lane) {
   const int h0 = head0 + mt * 16 + (lane >> 2);
   const int d = 16 * j + 4 * (lane & 3);
   uint2 r0 = make_uint2(0, 0), r1 = r0;
   const __nv_bfloat16* q = p.q + static_cast<std::size_t>(b) * p.heads * kDimQk + d;
   if (h0 < p.heads) r0 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0) * kDimQk));
   if (h0 + 8 < p.heads) r1 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0 + 8) * kDimQk));
-  const __nv_bfloat162 s0 = __float2bfloat162_rn(scale0), s8 = __float2bfloat162_rn(scale8);
-  auto even = [&](uint2 r, __nv_bfloat162 s2) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x5410)), s2)); };
-  auto odd = [&](uint2 r, __nv_bfloat162 s2) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x7632)), s2)); };
-  return make_uint4(even(r0, s0), even(r1, s8), odd(r0, s0), odd(r1, s8));
-}
-
-// dequant fp8: the power of two that scales a head row of Q into e4m3's range (its largest
-// nope value below 256 of e4m3's 448), 1 for an all-zero row or a row past `heads`.
-__device__ __forceinline__ float q_row_scale(float amax) {
-  if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
-  int e = 0;
-  frexpf(amax, &e);  // amax < 2^e
-  return exp2f(static_cast<float>(min(100, max(-100, 8 - e))));
-}
-
-// Four bf16 Q values (scaled) as e4m3 hi and lo words: hi = e4m3(v), lo = e4m3(v - hi), byte i
-// = value i (the mma's k order).
-__device__ __forceinline__ void split_e4m3(uint2 raw, float scale, std::uint32_t& hi, std::uint32_t& lo) {
-  const float2 v01 = __bfloat1622float2(as_bf162(raw.x)), v23 = __bfloat1622float2(as_bf162(raw.y));
-  const float2 a = make_float2(v01.x * scale, v01.y * scale), c = make_float2(v23.x * scale, v23.y * scale);
-  const __nv_fp8x2_storage_t h01 = __nv_cvt_float2_to_fp8x2(a, __NV_SATFINITE, __NV_E4M3);
-  const __nv_fp8x2_storage_t h23 = __nv_cvt_float2_to_fp8x2(c, __NV_SATFINITE, __NV_E4M3);
-  auto back = [](__nv_fp8x2_storage_t h) {
-    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(h, __NV_E4M3);
-    return __half22float2(*reinterpret_cast<const __half2*>(&r));
-  };
-  const float2 b01 = back(h01), b23 = back(h23);
-  const __nv_fp8x2_storage_t l01 = __nv_cvt_float2_to_fp8x2(make_float2(a.x - b01.x, a.y - b01.y), __NV_SATFINITE, __NV_E4M3);
-  const __nv_fp8x2_storage_t l23 = __nv_cvt_float2_to_fp8x2(make_float2(c.x - b23.x, c.y - b23.y), __NV_SATFINITE, __NV_E4M3);
-  hi = static_cast<std::uint32_t>(h01) | (static_cast<std::uint32_t>(h23) << 16);
-  lo = static_cast<std::uint32_t>(l01) | (static_cast<std::uint32_t>(l23) << 16);
+  const __nv_bfloat162 s2 = __float2bfloat162_rn(kQScale);
+  auto even = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x5410)), s2)); };
+  auto odd = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x7632)), s2)); };
+  return make_uint4(even(r0), even(r1), odd(r0), odd(r1));
 }
 
 // Four fp8 K values of one token (dims 4t4 .. 4t4+3 of a k16 step), unscaled, as the B
@@ -235,11 +202,14 @@ __device__ __forceinline__ std::uint32_t dequant_column(std::uint32_t wa, std::u
   return as_u32(__floats2bfloat162_rn(f.x, f.y));
 }
 
-template <int W, int T, bool kFma, bool kFp8>
+// kBits: the dequant path, a template parameter (a run-time switch cost a branch and a NOP per
+// fragment, ~16 instructions per token).
+template <int W, int T, bool kFma, bool kBits>
 // 8 warps with tiles up to 32 (mma): at most 128 registers, so that two CTAs share an SM when
 // shared memory allows (64-token tiles never fit twice; the FMA control would spill).
 __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) decode_kernel_impl(const KernelParams p) {
   using L = Layout<W, T>;
+  constexpr bool bits = kBits;
   extern __shared__ __align__(128) std::uint8_t smem[];
   const uint4* q_s = reinterpret_cast<const uint4*>(smem);  // [2][36][32] A fragments
   std::uint8_t* raw_s = smem + L::kQBytes;
@@ -248,8 +218,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   float* alpha_s = reinterpret_cast<float*>(p_s + kHeads * L::kPStride);
   float* m_s = alpha_s + kHeads;
   float* l_s = m_s + kHeads;
-  float* qs_s = l_s + kHeads;  // dequant fp8: Q's per-row power-of-two scale
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(qs_s + kHeads);
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(l_s + kHeads);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -274,77 +243,30 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   }
   __syncthreads();
 
-  // 16-byte cp.async gathers of tile `tile` into ring slot tile % stages: warp w copies rows
+  // 16-byte cp.async gathers of tile `tile` into ring slot `slot`: warp w copies rows
   // w, w + W, ..., lane l chunks l and l + 32 of each (41 chunks), so a warp instruction moves
   // 512 contiguous bytes. Invalid slots (-1) are zero-filled (src-size 0: nothing is read), so
   // 0 * garbage can never make a NaN in P V.
-  auto issue = [&](int tile) {
-    std::uint8_t* dst = raw_s + (tile % stages) * T * kTokenBytes;
+  auto issue = [&](int tile, int slot) {
+    std::uint8_t* dst = raw_s + slot * (T * kTokenBytes) + lane * 16;
 #pragma unroll
     for (int t = warp; t < T; t += W) {
       const int id = idx_s[tile * T + t];
-      const int bytes = id >= 0 ? 16 : 0;
-      const std::uint8_t* src = p.pool + (id >= 0 ? static_cast<std::size_t>(id) * kTokenBytes + lane * 16 : 0);
-      std::uint8_t* row = dst + t * kTokenBytes + lane * 16;
-      cp_async_16_zfill(row, src, bytes);
-      if (lane < kChunks - 32) cp_async_16_zfill(row + 32 * 16, id >= 0 ? src + 32 * 16 : src, bytes);
+      const int bytes = id >= 0 ? 16 : 0;  // an invalid slot reads row 0's address, 0 bytes of it
+      const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id, 0)) * kTokenBytes + lane * 16;
+      cp_async_16_zfill(dst + t * kTokenBytes, src, bytes);
+      if (lane < kChunks - 32) cp_async_16_zfill(dst + t * kTokenBytes + 32 * 16, src + 32 * 16, bytes);
     }
   };
   for (int j = 0; j < stages; ++j) {
-    if (j < n_tiles) issue(j);
+    if (j < n_tiles) issue(j, j);
     cp_async_commit();
   }
 
-  uint4* q_w = reinterpret_cast<uint4*>(smem);
-  if constexpr (!kFp8) {
+  {
+    uint4* q_w = reinterpret_cast<uint4*>(smem);
     for (int c = tid; c < 2 * kKTotal * 32; c += L::kThreads)
-      q_w[c] = load_q_frag(p, b, head0, c / (kKTotal * 32), (c / 32) % kKTotal, c & 31, kQScale, kQScale);
-  } else {
-    // Per head row: the scale that puts its largest nope value in e4m3's range (a warp a row).
-    for (int r = warp; r < kHeads; r += W) {
-      float amax = 0.0f;
-      if (head0 + r < p.heads) {
-        const uint4* q = reinterpret_cast<const uint4*>(p.q + (static_cast<std::size_t>(b) * p.heads + head0 + r) * kDimQk);
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const uint4 w = __ldg(q + lane + 32 * k);
-          const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float2 f = __bfloat1622float2(as_bf162(words[i]));
-            amax = fmaxf(amax, fmaxf(fabsf(f.x), fabsf(f.y)));
-          }
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      if (lane == 0) qs_s[r] = q_row_scale(amax);
-    }
-    __syncthreads();
-    // The e4m3 A fragments [m-tile][32-dim chunk][hi, lo][lane] (32 KB), then the rope steps'
-    // bf16 fragments [m-tile][step][lane] (4 KB), both scaled by the row's power of two.
-    for (int e = tid; e < 2 * 16 * 32; e += L::kThreads) {
-      const int mt = e / (16 * 32), c = (e / 32) % 16, ln = e & 31;
-      const int r0 = mt * 16 + (ln >> 2);
-      const int d = 32 * c + 4 * (ln & 3);
-      uint4 hi = make_uint4(0, 0, 0, 0), lo = hi;
-      const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0) * kDimQk + d;
-      if (head0 + r0 < p.heads) {
-        split_e4m3(__ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(r0) * kDimQk)), qs_s[r0], hi.x, lo.x);
-        split_e4m3(__ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(r0) * kDimQk + 16)), qs_s[r0], hi.z, lo.z);
-      }
-      if (head0 + r0 + 8 < p.heads) {
-        split_e4m3(__ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(r0 + 8) * kDimQk)), qs_s[r0 + 8], hi.y, lo.y);
-        split_e4m3(__ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(r0 + 8) * kDimQk + 16)), qs_s[r0 + 8], hi.w, lo.w);
-      }
-      q_w[((mt * 16 + c) * 2) * 32 + ln] = hi;
-      q_w[((mt * 16 + c) * 2 + 1) * 32 + ln] = lo;
-    }
-    for (int e = tid; e < 2 * 4 * 32; e += L::kThreads) {
-      const int mt = e / (4 * 32), r = (e / 32) % 4, ln = e & 31;
-      const int row = mt * 16 + (ln >> 2);
-      q_w[2048 + e] = load_q_frag(p, b, head0, mt, 32 + r, ln, qs_s[row], qs_s[row + 8]);
-    }
+      q_w[c] = load_q_frag(p, b, head0, c / (kKTotal * 32), (c / 32) % kKTotal, c & 31);
   }
 
   // P V accumulators: rows (mt*16 + g, +8); n-tile db*4 + c holds columns
@@ -357,18 +279,19 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     m_run[i] = kMinusBig;
     l_run[i] = 0.0f;
   }
-  const bool bits = p.dequant_bits != 0;
   const float scale_log2 = p.scale_log2 * kSUnscale;
   const int col0 = warp * L::kCols;
   const int vgroup = col0 / 128;  // the scale group of this warp's P V columns
 
+  // The ring slot of tile `it` and of tile it-1, tracked (a run-time modulo costs ~30 instructions).
+  int slot = 0, prev_slot = 0;
   for (int it = 0; it < n_tiles; ++it) {
     // Tile `it` has landed for everyone, and everyone is done with tile it-1 (its P V), whose
     // slot is refilled at once with tile it-1+stages. One stage: load, wait, compute in turn.
     if (stages == 1) {
       if (it > 0) {
         __syncthreads();
-        issue(it);
+        issue(it, 0);
         cp_async_commit();
       }
       cp_async_wait(0);
@@ -377,10 +300,12 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     }
     __syncthreads();
     if (stages > 1 && it > 0) {
-      if (it - 1 + stages < n_tiles) issue(it - 1 + stages);
+      if (it - 1 + stages < n_tiles) issue(it - 1 + stages, prev_slot);
       cp_async_commit();
     }
-    const std::uint8_t* raw = raw_s + (it % stages) * T * kTokenBytes;
+    const std::uint8_t* raw = raw_s + slot * (T * kTokenBytes);
+    prev_slot = slot;
+    slot = slot + 1 == stages ? 0 : slot + 1;
     const std::int32_t* tile_idx = idx_s + it * T;
 
     // S = Q K^T straight from the raw fp8 rows: per k16 step and n-tile one 4-byte load per lane
@@ -391,7 +316,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
       float sacc[2][L::kNTW][4];
       zero_fragments(sacc);
       const std::uint8_t* ktile = raw + (ng * L::kNTW * 8 + g) * kTokenBytes;  // + n * 8 rows
-      // The part's fp8 group is done: scale each token column (2t4, 2t4+1 of each n-tile) by its
+      // When the part's fp8 group is done: scale each token column (2t4, 2t4+1 of each n-tile) by its
       // group scale (`unit` undoes the bit trick's 2^-120), to the units the rope products carry.
       auto scale_group = [&](float unit) {
 #pragma unroll
@@ -414,52 +339,8 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
         b0 = __byte_perm(w.x, w.y, 0x5410);
         b1 = __byte_perm(w.x, w.y, 0x7632);
       };
-      if constexpr (kFp8) {
-        // The part's 4 chunks of 32 fp8 dims on the FP8 tensor cores: K's bytes as loaded.
-        // Register pressure decides the order (ptxas spills otherwise): with few n-tiles their B
-        // fragments stay and one A fragment (m-tile, hi|lo) is loaded at a time; with many, both
-        // are loaded per use.
-        constexpr bool kKeepB = L::kNTW <= 2;
-#pragma unroll(W == 8 ? 2 : 1)
-        for (int i = 0; i < 4; ++i) {
-          const int c = 4 * kp + i;
-          const uint4* qa = q_s + c * 64 + lane;  // + m-tile * 16 * 64 + hi|lo * 32
-          const std::uint8_t* kc = ktile + 32 * c + 4 * t4;
-          if constexpr (kKeepB) {
-            std::uint32_t bf[L::kNTW][2];
-#pragma unroll
-            for (int n = 0; n < L::kNTW; ++n) {
-              bf[n][0] = *reinterpret_cast<const std::uint32_t*>(kc + n * 8 * kTokenBytes);
-              bf[n][1] = *reinterpret_cast<const std::uint32_t*>(kc + n * 8 * kTokenBytes + 16);
-            }
-#pragma unroll
-            for (int f = 0; f < 4; ++f) {
-              const uint4 a = qa[(f >> 1) * 16 * 64 + (f & 1) * 32];
-#pragma unroll
-              for (int n = 0; n < L::kNTW; ++n) mma_e4m3(sacc[f >> 1][n], a, bf[n][0], bf[n][1]);
-            }
-          } else {
-#pragma unroll
-            for (int n = 0; n < L::kNTW; ++n) {
-              const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(kc + n * 8 * kTokenBytes);
-              const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(kc + n * 8 * kTokenBytes + 16);
-#pragma unroll
-              for (int f = 0; f < 4; ++f) mma_e4m3(sacc[f >> 1][n], qa[(f >> 1) * 16 * 64 + (f & 1) * 32], b0, b1);
-            }
-          }
-        }
-        scale_group(1.0f);
-        const uint4 f0 = q_s[2048 + kp * 32 + lane], f1 = q_s[2048 + (4 + kp) * 32 + lane];
-        const std::uint32_t a[2][4] = {{f0.x, f0.y, f0.z, f0.w}, {f1.x, f1.y, f1.z, f1.w}};
-#pragma unroll
-        for (int n = 0; n < L::kNTW; ++n) {
-          std::uint32_t b0, b1;
-          rope_b(n, kp, b0, b1);
-          mma_bf16(sacc[0][n], a[0], b0, b1);
-          mma_bf16(sacc[1][n], a[1], b0, b1);
-        }
-      } else {
-#pragma unroll
+      // (4 warps x 64 tokens: 8 n-tiles beside 128 accumulators; unrolled, its loads spill.)
+#pragma unroll(W == 4 && T == 64 ? 1 : L::kKSteps)
         for (int i = 0; i < L::kKSteps; ++i) {
           const int j = kstep_of(kp, i);
           std::uint32_t a[2][4];
@@ -480,7 +361,6 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
             mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
           }
         }
-      }
       float* s_part = s_s + kp * kHeads * L::kSStride;
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
@@ -502,30 +382,31 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     for (int pass = 0; pass < L::kPasses; ++pass) {
       const int row = warp * L::kRowsPerWarp + pass * 4 + (lane >> 3);
       const int sl = lane & 7;
-      // S carries Q's 2^100, or with dequant fp8 the row's own power of two.
-      const float row_scale = kFp8 ? p.scale_log2 * __frcp_rn(qs_s[row]) : scale_log2;  // exact: a power of two
       float x[T / 8];
       float tile_max = -INFINITY;
+      const float* s_row = s_s + row * L::kSStride + sl;
 #pragma unroll
       for (int j = 0; j < T / 8; ++j) {
-        const int col = sl + 8 * j;
-        x[j] = -INFINITY;
-        if (tile_idx[col] >= 0) {
-          float sc = 0.0f;
+        // Every column's partials are written (an invalid slot's K row is zero-filled): sum them
+        // unconditionally, then mask.
+        float sc = 0.0f;
 #pragma unroll
-          for (int k = 0; k < L::kKSplit; ++k) sc += s_s[(k * kHeads + row) * L::kSStride + col];
-          x[j] = sc * row_scale;
-        }
+        for (int k = 0; k < L::kKSplit; ++k) sc += s_row[k * kHeads * L::kSStride + 8 * j];
+        x[j] = tile_idx[sl + 8 * j] >= 0 ? sc * scale_log2 : -INFINITY;  // S carries Q's 2^100
         tile_max = fmaxf(tile_max, x[j]);
       }
 #pragma unroll
       for (int o = 4; o > 0; o >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, o));
-      const float m_new = fmaxf(m_run[pass], tile_max);
-      const float alpha = exp2f(m_run[pass] - m_new);
+      // Lazy rescaling: the running maximum moves only when the tile's exceeds it by more than
+      // kRescaleLog2, so P stays <= 2^kRescaleLog2 (exact enough in bf16, far from f32's range)
+      // and O is rescaled on a few tiles instead of nearly every one (m and l stay consistent:
+      // lse = m + log2 l with whatever m was used).
+      const float m_new = tile_max > m_run[pass] + kRescaleLog2 ? tile_max : m_run[pass];
+      const float alpha = m_new == m_run[pass] ? 1.0f : fast_exp2(m_run[pass] - m_new);  // exactly 1: no rescale
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < T / 8; ++j) {
-        const float pv = exp2f(x[j] - m_new);
+        const float pv = fast_exp2(x[j] - m_new);
         p_s[row * L::kPStride + sl + 8 * j] = __float2bfloat16_rn(pv);
         sum += pv;
       }
@@ -727,23 +608,24 @@ __global__ void dequant_selftest_impl(float scale, __nv_bfloat16* out) {
 
 }  // namespace
 
-const void* decode_kernel(int warps, int tile, bool fma, bool fp8) {
-  // The FMA control emulates the bf16 mma only; fp8 at 4 warps x 64 tokens would spill.
-  if (fma && fp8) return nullptr;
-  if (fp8 && warps == 4 && tile == 64) return nullptr;
-#define ABTRACK_MLA_KERNEL(W, T)                                                                   \
-  if (warps == W && tile == T)                                                                     \
-    /* 4 warps x 64 tokens returned nullptr above: its fp8 instantiation is never built */       \
-    return fp8 ? reinterpret_cast<const void*>(&decode_kernel_impl<W, T, false, !(W == 4 && T == 64)>) \
-         : fma ? reinterpret_cast<const void*>(&decode_kernel_impl<W, T, true, false>)             \
-               : reinterpret_cast<const void*>(&decode_kernel_impl<W, T, false, false>);
-  ABTRACK_MLA_KERNEL(4, 16)
-  ABTRACK_MLA_KERNEL(4, 32)
-  ABTRACK_MLA_KERNEL(4, 64)
-  ABTRACK_MLA_KERNEL(8, 16)
-  ABTRACK_MLA_KERNEL(8, 32)
-  ABTRACK_MLA_KERNEL(8, 64)
-#undef ABTRACK_MLA_KERNEL
+namespace {
+template <int W, int T>
+const void* kernel_of(bool fma, bool bits) {
+  if (fma)
+    return bits ? reinterpret_cast<const void*>(&decode_kernel_impl<W, T, true, true>)
+                : reinterpret_cast<const void*>(&decode_kernel_impl<W, T, true, false>);
+  return bits ? reinterpret_cast<const void*>(&decode_kernel_impl<W, T, false, true>)
+              : reinterpret_cast<const void*>(&decode_kernel_impl<W, T, false, false>);
+}
+}  // namespace
+
+const void* decode_kernel(int warps, int tile, bool fma, bool bits) {
+  if (warps == 4 && tile == 16) return kernel_of<4, 16>(fma, bits);
+  if (warps == 4 && tile == 32) return kernel_of<4, 32>(fma, bits);
+  if (warps == 4 && tile == 64) return kernel_of<4, 64>(fma, bits);
+  if (warps == 8 && tile == 16) return kernel_of<8, 16>(fma, bits);
+  if (warps == 8 && tile == 32) return kernel_of<8, 32>(fma, bits);
+  if (warps == 8 && tile == 64) return kernel_of<8, 64>(fma, bits);
   return nullptr;
 }
 

@@ -19,13 +19,12 @@ struct KernelParams {
   float* part_lse;               // [batch][splits][heads], log2 domain (splits > 1)
   int batch, heads, topk, splits, tiles, tiles_per_split, stages;
   float scale_log2;              // softmax scale * log2(e)
-  int dequant_bits;              // 1: bit trick (also V with dequant fp8), 0: cvt chain
 };
 
-// The decode kernel instantiation for (warps, tile, math fma, dequant fp8), or nullptr for
-// values outside the family (fma with fp8 among them). Launch with cudaLaunchKernel(ptr, grid,
-// block, {&params}, dynamic_smem, stream).
-const void* decode_kernel(int warps, int tile, bool fma, bool fp8);
+// The decode kernel instantiation for (warps, tile, math fma, dequant bits), or nullptr for
+// values outside the family. Launch with cudaLaunchKernel(ptr, grid, block, {&params},
+// dynamic_smem, stream).
+const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
 // heads, splits).

@@ -70,12 +70,19 @@ if [ "$mode" = grid ] || [ "$mode" = all ]; then
       for h in 64 128; do run --batch 64 --heads $h $BEST; done
       for b in 1 16 128; do run --batch $b --heads 32 $BEST; done
       ;;
-    v4)  # dequant fp8 (FP8 tensor cores for Q K^T) against bits, side by side (2026-11-30, session 3)
-      for dq in bits fp8; do for w in 8 4; do for t in 32 16 64; do for s in 1 2 3; do
-        run --batch 64 --heads 32 --warps $w --tile $t --stages $s --dequant $dq
-      done; done; done; done
-      for dq in bits fp8; do for h in 64 128; do run --batch 64 --heads $h --warps 8 --tile 32 --stages 2 --dequant $dq; done
-        for b in 16 128; do run --batch $b --heads 32 --warps 8 --tile 32 --stages 2 --dequant $dq; done; done
+    v4)  # session 3, first part: dequant fp8 (dropped; run at commit 6e0cc84 with --dequant bits|fp8)
+      for w in 8 4; do for t in 32 16 64; do for s in 1 2 3; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s
+      done; done; done
+      ;;
+    v5)  # session 3: the leaner instruction stream, every variant at B=64 h=32, then other shapes
+      for w in 8 4; do for t in 32 16 64; do for s in 1 2 3; do
+        run --batch 64 --heads 32 --warps $w --tile $t --stages $s
+      done; done; done
+      for h in 64 128; do run --batch 64 --heads $h --warps 8 --tile 32 --stages 2; done
+      for b in 16 128; do run --batch $b --heads 32 --warps 8 --tile 32 --stages 2; done
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --dequant cvt
+      run --batch 64 --heads 32 --warps 8 --tile 32 --stages 2 --math fma
       ;;
     quick)
       for w in 4 8; do for t in 16 32 64; do for s in 2 3; do

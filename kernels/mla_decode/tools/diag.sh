@@ -16,13 +16,13 @@ def patch(name, old, new):
     s = open(p).read()
     assert old in s, (name, old)
     open(p, "w").write(s.replace(old, new, 1))
-patch("mla_decode_kernels.cuh", "  int dequant_bits;", "  int debug_mode;\n  int dequant_bits;")
-patch("cuda_runner.cu", "  p.dequant_bits = lp.config.dequant",
+patch("mla_decode_kernels.cuh", "  float scale_log2;", "  int debug_mode;\n  float scale_log2;")
+patch("cuda_runner.cu", "  p.scale_log2 = d.scale_log2;",
       "  p.debug_mode = std::getenv(\"MLA_DEBUG_MODE\") ? std::atoi(std::getenv(\"MLA_DEBUG_MODE\")) : 0;\n"
-      "  p.dequant_bits = lp.config.dequant")
+      "  p.scale_log2 = d.scale_log2;")
 patch("cuda_runner.cu", '#include "mla_decode_kernels.cuh"', '#include "mla_decode_kernels.cuh"\n#include <cstdlib>')
-patch("mla_decode_kernels.cu", "  auto issue = [&](int tile) {\n",
-      "  auto issue = [&](int tile) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
+patch("mla_decode_kernels.cu", "  auto issue = [&](int tile, int slot) {\n",
+      "  auto issue = [&](int tile, int slot) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
 patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows",
       "    if (p.debug_mode == 1) continue;\n    // S = Q K^T straight from the raw fp8 rows")
 PY
