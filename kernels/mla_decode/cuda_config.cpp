@@ -21,7 +21,7 @@ std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw fp8 ring
   bytes += static_cast<std::size_t>(4) * kHeadsPerCta * (c.tile + 4) * 4;        // f32 S partials (4 k parts)
   bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;            // P (bf16)
-  bytes += 4 * kHeadsPerCta * 4;                                                 // alpha, m, l, Q row scales
+  bytes += 3 * kHeadsPerCta * 4;                                                 // alpha, m, l
   bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;               // indices
   return bytes;
 }

@@ -10,9 +10,7 @@
 namespace abtrack::kernels::mla_decode {
 
 enum class Math { mma, fma };        // mma.sync m16n8k16 bf16 -> f32, or scalar FMA (negative control)
-// cvt: cvt.rn.f16x2.e4m3x2 (Q K^T in f16, V on to bf16 through f32); bits: the shift/mask bit
-// trick straight to bf16.
-enum class Dequant { cvt, bits };
+enum class Dequant { cvt, bits };    // cvt.rn.f16x2.e4m3x2 chain, or the shift/mask bit trick
 
 // One variant of the kernel family.
 struct CudaConfig {
@@ -32,7 +30,7 @@ std::string validate_config(const CudaConfig& config);
 
 // Dynamic shared memory of one CTA: Q's A fragments (36,864 B) + raw fp8 ring (stages x T x
 // 656 B) + f32 S partials of the 4 k parts (4 x 32 x (T+4) x 4 B) + P (32 x (T+8) bf16) + row
-// statistics and Q's row scales (4 x 32 floats) + the split's indices (4 B per slot).
+// statistics + the split's indices (4 B per slot).
 std::size_t cuda_smem_bytes(const CudaConfig& config, int tiles_per_split);
 
 // Whether the configuration fits a per-block limit of `smem_limit` bytes; `why` says how not.

@@ -68,23 +68,12 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// The same with f16 inputs (the cvt path's Q K^T).
-__device__ __forceinline__ void mma_f16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ std::uint32_t as_u32(__nv_bfloat162 v) {
   return *reinterpret_cast<std::uint32_t*>(&v);
 }
 __device__ __forceinline__ __nv_bfloat162 as_bf162(std::uint32_t v) {
   return *reinterpret_cast<__nv_bfloat162*>(&v);
 }
-__device__ __forceinline__ std::uint32_t as_u32(__half2 v) { return *reinterpret_cast<std::uint32_t*>(&v); }
-__device__ __forceinline__ __half2 as_half2(std::uint32_t v) { return *reinterpret_cast<__half2*>(&v); }
 
 // Zeroes a set of f32 mma accumulators ([m-tile][n-tile][4]).
 template <int N>
@@ -122,17 +111,10 @@ struct Layout {
   static_assert(128 % kCols == 0, "a warp's P V columns share one scale group");
 };
 
-// Q is stored scaled per head row by a power of two (exact), undone in the softmax. bits: 2^100,
-// so that products with the bit-trick K values (true value * 2^-120 / scale) stay normal f32
-// numbers. cvt: the power of two that puts the row's largest value below 2^14 (Q's nope part is
-// f16 there: e4m3 K values are exact in f16, and bf16 Q values exact within its range).
+// Q is stored scaled by 2^100 (exact in bf16) so that products with the bit-trick K values
+// (true value * 2^-120 / scale) stay normal f32 numbers; S is scaled back in the softmax.
 constexpr float kQScale = 0x1.0p100f;
-__device__ __forceinline__ float q_row_scale_f16(float amax) {
-  if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
-  int e = 0;
-  frexpf(amax, &e);  // amax < 2^e
-  return exp2f(static_cast<float>(min(100, max(-100, 14 - e))));
-}
+constexpr float kSUnscale = 0x1.0p-100f;
 
 // The k16 step (0..35) that step i of k part kp computes: its fp8 group, then its rope step.
 __device__ __forceinline__ int kstep_of(int kp, int i) { return i < 8 ? 8 * kp + i : 32 + kp; }
@@ -142,69 +124,60 @@ __device__ __forceinline__ int kstep_of(int kp, int i) { return i < 8 ? 8 * kp +
 // indices (2t4, 2t4+1) = dims (4t4, 4t4+2) and (2t4+8, 2t4+9) = dims (4t4+1, 4t4+3): the even
 // and odd bytes of a K word, which the bit trick produces without a byte permute. Rows past
 // `heads` are zero.
-__device__ __forceinline__ uint4 load_q_frag(const KernelParams& p, int b, int head0, int mt, int j, int lane,
-                                             bool f16, float scale0, float scale8) {
+__device__ __forceinline__ uint4 load_q_frag(const KernelParams& p, int b, int head0, int mt, int j, int lane) {
   const int h0 = head0 + mt * 16 + (lane >> 2);
   const int d = 16 * j + 4 * (lane & 3);
   uint2 r0 = make_uint2(0, 0), r1 = r0;
   const __nv_bfloat16* q = p.q + static_cast<std::size_t>(b) * p.heads * kDimQk + d;
   if (h0 < p.heads) r0 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0) * kDimQk));
   if (h0 + 8 < p.heads) r1 = __ldg(reinterpret_cast<const uint2*>(q + static_cast<std::size_t>(h0 + 8) * kDimQk));
-  if (f16) {
-    // f16, natural k order: (k 2t4, 2t4+1) = dims 4t4, 4t4+1 and (k 2t4+8, 2t4+9) = dims 4t4+2, 4t4+3,
-    // the two halves of a K word that dequant4_f16 converts.
-    auto h2 = [](std::uint32_t two, float s) {
-      const float2 f = __bfloat1622float2(as_bf162(two));
-      return as_u32(__floats2half2_rn(f.x * s, f.y * s));
-    };
-    return make_uint4(h2(r0.x, scale0), h2(r1.x, scale8), h2(r0.y, scale0), h2(r1.y, scale8));
-  }
-  const __nv_bfloat162 s0 = __float2bfloat162_rn(scale0), s8 = __float2bfloat162_rn(scale8);
-  auto even = [&](uint2 r, __nv_bfloat162 s2) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x5410)), s2)); };
-  auto odd = [&](uint2 r, __nv_bfloat162 s2) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x7632)), s2)); };
-  return make_uint4(even(r0, s0), even(r1, s8), odd(r0, s0), odd(r1, s8));
+  const __nv_bfloat162 s2 = __float2bfloat162_rn(kQScale);
+  auto even = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x5410)), s2)); };
+  auto odd = [&](uint2 r) { return as_u32(__hmul2(as_bf162(__byte_perm(r.x, r.y, 0x7632)), s2)); };
+  return make_uint4(even(r0), even(r1), odd(r0), odd(r1));
 }
 
-// Four fp8 K values of one token (dims 4t4 .. 4t4+3 of a k16 step), unscaled, as the B fragment.
-// bits (bf16): b0 = bytes 0 and 2, b1 = bytes 1 and 3; sign to bit 15, exponent|mantissa to bits
-// 4..10 (the value times 2^-120, subnormals included): 7 integer instructions.
-__device__ __forceinline__ void dequant4_bits(std::uint32_t w, std::uint32_t& b0, std::uint32_t& b1) {
-  b0 = ((w << 8) & 0x80008000u) | ((w << 4) & 0x07f007f0u);
-  b1 = (w & 0x80008000u) | ((w >> 4) & 0x07f007f0u);
-}
-// cvt (f16): b0 = bytes 0 and 1, b1 = bytes 2 and 3, each pair by the hardware conversion
-// cvt.rn.f16x2.e4m3x2 (exact).
-__device__ __forceinline__ void dequant4_f16(std::uint32_t w, std::uint32_t& b0, std::uint32_t& b1) {
-  const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xffffu), __NV_E4M3);
-  const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> 16), __NV_E4M3);
-  b0 = static_cast<std::uint32_t>(lo.x) | (static_cast<std::uint32_t>(lo.y) << 16);
-  b1 = static_cast<std::uint32_t>(hi.x) | (static_cast<std::uint32_t>(hi.y) << 16);
+// Four fp8 K values of one token (dims 4t4 .. 4t4+3 of a k16 step), unscaled, as the B
+// fragment (b0 = bytes 0 and 2, b1 = bytes 1 and 3). bits: sign to bit 15, exponent|mantissa to
+// bits 4..10 (the value times 2^-120, subnormals included); cvt: cvt.rn.f16x2.e4m3x2 (exact)
+// then bf16 (exact: e4m3 values fit bf16).
+__device__ __forceinline__ void dequant4_split(std::uint32_t w, bool bits, std::uint32_t& b0, std::uint32_t& b1) {
+  if (bits) {
+    b0 = ((w << 8) & 0x80008000u) | ((w << 4) & 0x07f007f0u);
+    b1 = (w & 0x80008000u) | ((w >> 4) & 0x07f007f0u);
+    return;
+  }
+  auto pair = [](std::uint32_t two) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    return as_u32(__floats2bfloat162_rn(f.x, f.y));
+  };
+  b0 = pair(__byte_perm(w, 0, 0x0020));
+  b1 = pair(__byte_perm(w, 0, 0x0031));
 }
 
 // d += a * b with mma.sync, or (kFma, the negative control) the same product from the same
 // fragments with shuffles and scalar FMAs. All 32 lanes must call it.
-template <bool kFma, bool kF16 = false>
+template <bool kFma>
 __device__ __forceinline__ void mma_or_fma(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
                                            std::uint32_t b1) {
   if constexpr (!kFma) {
-    if constexpr (kF16) mma_f16(d, a, b0, b1);
-    else mma_bf16(d, a, b0, b1);
+    mma_bf16(d, a, b0, b1);
   } else {
-    auto f2 = [](std::uint32_t v) { return kF16 ? __half22float2(as_half2(v)) : __bfloat1622float2(as_bf162(v)); };
     const int lane = threadIdx.x & 31;
     const int g = lane >> 2;
     const int t4 = lane & 3;
 #pragma unroll 1
     for (int q = 0; q < 4; ++q) {  // the k indices 2q, 2q+1, 2q+8, 2q+9 held by thread q of a group
       const int la = g * 4 + q, lb0 = 8 * t4 + q, lb1 = 8 * t4 + 4 + q;  // B column n lives in lane n*4+q
-      const float2 a0 = f2(__shfl_sync(0xffffffffu, a[0], la));
-      const float2 a1 = f2(__shfl_sync(0xffffffffu, a[1], la));
-      const float2 a2 = f2(__shfl_sync(0xffffffffu, a[2], la));
-      const float2 a3 = f2(__shfl_sync(0xffffffffu, a[3], la));
-      const float2 c0 = f2(__shfl_sync(0xffffffffu, b0, lb0));
-      const float2 c0h = f2(__shfl_sync(0xffffffffu, b1, lb0));
-      const float2 c1 = f2(__shfl_sync(0xffffffffu, b0, lb1));
-      const float2 c1h = f2(__shfl_sync(0xffffffffu, b1, lb1));
+      const float2 a0 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[0], la)));
+      const float2 a1 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[1], la)));
+      const float2 a2 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[2], la)));
+      const float2 a3 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, a[3], la)));
+      const float2 c0 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b0, lb0)));
+      const float2 c0h = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b1, lb0)));
+      const float2 c1 = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b0, lb1)));
+      const float2 c1h = __bfloat1622float2(as_bf162(__shfl_sync(0xffffffffu, b1, lb1)));
       d[0] = fmaf(a0.x, c0.x, fmaf(a0.y, c0.y, fmaf(a2.x, c0h.x, fmaf(a2.y, c0h.y, d[0]))));
       d[1] = fmaf(a0.x, c1.x, fmaf(a0.y, c1.y, fmaf(a2.x, c1h.x, fmaf(a2.y, c1h.y, d[1]))));
       d[2] = fmaf(a1.x, c0.x, fmaf(a1.y, c0.y, fmaf(a3.x, c0h.x, fmaf(a3.y, c0h.y, d[2]))));
@@ -245,8 +218,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   float* alpha_s = reinterpret_cast<float*>(p_s + kHeads * L::kPStride);
   float* m_s = alpha_s + kHeads;
   float* l_s = m_s + kHeads;
-  float* qs_s = l_s + kHeads;  // Q's per-row power of two
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(qs_s + kHeads);
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(l_s + kHeads);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -291,33 +263,10 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     cp_async_commit();
   }
 
-  // Q's row scales (cvt: from each row's largest value, a warp a row), then its A fragments.
-  for (int r = warp; r < kHeads; r += W) {
-    float amax = 0.0f;
-    if (!bits && head0 + r < p.heads) {
-      const uint4* q = reinterpret_cast<const uint4*>(p.q + (static_cast<std::size_t>(b) * p.heads + head0 + r) * kDimQk);
-      for (int c = lane; c < kDimQk / 8; c += 32) {
-        const uint4 w = __ldg(q + c);
-        const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __bfloat1622float2(as_bf162(words[i]));
-          amax = fmaxf(amax, fmaxf(fabsf(f.x), fabsf(f.y)));
-        }
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    }
-    if (lane == 0) qs_s[r] = bits ? kQScale : q_row_scale_f16(amax);
-  }
-  __syncthreads();
   {
     uint4* q_w = reinterpret_cast<uint4*>(smem);
-    for (int c = tid; c < 2 * kKTotal * 32; c += L::kThreads) {
-      const int mt = c / (kKTotal * 32), j = (c / 32) % kKTotal, ln = c & 31;
-      const int row = mt * 16 + (ln >> 2);
-      q_w[c] = load_q_frag(p, b, head0, mt, j, ln, !bits && j < 32, qs_s[row], qs_s[row + 8]);
-    }
+    for (int c = tid; c < 2 * kKTotal * 32; c += L::kThreads)
+      q_w[c] = load_q_frag(p, b, head0, c / (kKTotal * 32), (c / 32) % kKTotal, c & 31);
   }
 
   // P V accumulators: rows (mt*16 + g, +8); n-tile db*4 + c holds columns
@@ -330,6 +279,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     m_run[i] = kMinusBig;
     l_run[i] = 0.0f;
   }
+  const float scale_log2 = p.scale_log2 * kSUnscale;
   const int col0 = warp * L::kCols;
   const int vgroup = col0 / 128;  // the scale group of this warp's P V columns
 
@@ -402,22 +352,13 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
 #pragma unroll
           for (int n = 0; n < L::kNTW; ++n) {
             std::uint32_t b0, b1;
-            if (i < 8) {
-              const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(ktile + n * 8 * kTokenBytes + 16 * j + 4 * t4);
-              if constexpr (bits) {
-                dequant4_bits(w, b0, b1);
-                mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
-                mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
-              } else {
-                dequant4_f16(w, b0, b1);
-                mma_or_fma<kFma, true>(sacc[0][n], a[0], b0, b1);
-                mma_or_fma<kFma, true>(sacc[1][n], a[1], b0, b1);
-              }
-            } else {
+            if (i < 8)
+              dequant4_split(*reinterpret_cast<const std::uint32_t*>(ktile + n * 8 * kTokenBytes + 16 * j + 4 * t4), bits,
+                             b0, b1);
+            else
               rope_b(n, j - 32, b0, b1);
-              mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
-              mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
-            }
+            mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
+            mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
           }
         }
       float* s_part = s_s + kp * kHeads * L::kSStride;
@@ -444,7 +385,6 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
       float x[T / 8];
       float tile_max = -INFINITY;
       const float* s_row = s_s + row * L::kSStride + sl;
-      const float row_scale = p.scale_log2 * __frcp_rn(qs_s[row]);  // exact: qs is a power of two
 #pragma unroll
       for (int j = 0; j < T / 8; ++j) {
         // Every column's partials are written (an invalid slot's K row is zero-filled): sum them
@@ -452,7 +392,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
         float sc = 0.0f;
 #pragma unroll
         for (int k = 0; k < L::kKSplit; ++k) sc += s_row[k * kHeads * L::kSStride + 8 * j];
-        x[j] = tile_idx[sl + 8 * j] >= 0 ? sc * row_scale : -INFINITY;
+        x[j] = tile_idx[sl + 8 * j] >= 0 ? sc * scale_log2 : -INFINITY;  // S carries Q's 2^100
         tile_max = fmaxf(tile_max, x[j]);
       }
 #pragma unroll
@@ -647,16 +587,16 @@ __global__ void __launch_bounds__(128) combine_kernel_impl(const float* part_o, 
 }
 
 // Dequantizes each of the 256 e4m3 codes through the decode kernel's own conversions: the K
-// form (dequant4_f16 / dequant4_bits) and the V form (dequant_column: one byte of two words),
-// for both paths. A code's value is reported (times `scale`) only when the K and V forms
+// form (dequant4_split: even and odd bytes) and the V form (dequant_column: one byte of two
+// words), for both paths. A code's value is reported (times `scale`) only when the K and V forms
 // agree, else NaN; the bit-trick values are scaled back by 2^120.
 __global__ void dequant_selftest_impl(float scale, __nv_bfloat16* out) {
   const int code = threadIdx.x;  // 0..255
   const std::uint32_t word = static_cast<std::uint32_t>(code) * 0x01010101u;
   std::uint32_t c0, c1, t0, t1;
-  dequant4_f16(word, c0, c1);
-  dequant4_bits(word, t0, t1);
-  const float kc = __low2float(as_half2(c0)), kc2 = __high2float(as_half2(c1));
+  dequant4_split(word, false, c0, c1);
+  dequant4_split(word, true, t0, t1);
+  const float kc = __low2float(as_bf162(c0)), kc2 = __high2float(as_bf162(c1));
   const float kt = __low2float(as_bf162(t1)) * 0x1.0p120f, kt2 = __high2float(as_bf162(t0)) * 0x1.0p120f;
   const float vc = __high2float(as_bf162(dequant_column<2>(word, word, false)));
   const float vt = __low2float(as_bf162(dequant_column<1>(word, word, true))) * 0x1.0p120f;

@@ -88,7 +88,7 @@ MLA_TEST("splits") {
   const mla::Feasibility f = mla::cuda_feasibility(big, 32, mla::kSm90SmemOptin);
   MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s",
             f.why.c_str());
-  MLA_CHECK(f.smem_bytes == 36864 + 4 * 64 * 656 + 4 * 32 * 68 * 4 + 32 * 72 * 2 + 512 + 32 * 64 * 4,
+  MLA_CHECK(f.smem_bytes == 36864 + 4 * 64 * 656 + 4 * 32 * 68 * 4 + 32 * 72 * 2 + 384 + 32 * 64 * 4,
             "the carve-up: %zu bytes", f.smem_bytes);
   mla::CudaConfig three{8, 3, 64, 1, mla::Math::mma, mla::Dequant::bits};
   MLA_CHECK(mla::cuda_feasibility(three, 32, mla::kSm90SmemOptin).feasible, "T=64 S=3 feasible");
