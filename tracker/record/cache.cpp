@@ -201,7 +201,8 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
     return;  // no cache yet
   }
   if (!std::string_view(m_data).starts_with(kMagic)) {
-    std::filesystem::remove(m_file);  // foreign or older format: start over
+    std::error_code ec;
+    std::filesystem::remove(m_file, ec);  // foreign or older format: start over (a cache, never an error)
     m_data.clear();
     return;
   }
