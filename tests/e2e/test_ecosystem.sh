@@ -69,8 +69,16 @@ expect_rc 0 ab render
 expect_contains "$(cat "$OUT" "$ERR")" "rendered AB.svg from 4 runs"
 expect_eq "$(git hash-object AB.svg)" "$(git rev-parse HEAD:AB.svg)" "the plot is redrawn as committed"
 printf '<svg/>' >AB.svg
+expect_rc 1 ab verify
+expect_contains "$ERR" "AB.svg: differs from a fresh plot of the records"
+expect_contains "$ERR" "abtrack render"
 expect_rc 0 ab render
 expect_clean "render puts an edited plot back"
+expect_rc 0 ab verify
+rm AB.svg
+expect_rc 1 ab verify
+expect_contains "$ERR" "AB.svg: missing"
+git checkout -q -- AB.svg
 
 step "fingerprint in the record"
 expect_eq "$(json runs/eco/0001.json 'sorted(d["env"].keys())')" \

@@ -56,9 +56,10 @@ const std::vector<Command>& commands() {
        "document atomically; redraws the plot beside it (unless the plan says plot: false), byte for byte\n"
        "what a step would commit. Text outside the regions is kept byte for byte. Nothing is committed.",
        cmd_render},
-      {"verify", "verify", "exit 0 when the document's regions equal a fresh render and every record is committed",
+      {"verify", "verify", "exit 0 when the document's regions and its plot equal a fresh render and every record is committed",
        "Renders the regions from the committed records and compares them with the document in the work\n"
-       "tree; also checks that runs/<experiment>/ has nothing uncommitted. Exit 1 with a diff otherwise.",
+       "tree, and the plot with a fresh plot of the same records; also checks that runs/<experiment>/ has\n"
+       "nothing uncommitted. Exit 1 with a diff otherwise (`abtrack render` redraws both).",
        cmd_verify},
       {"compare", "compare RUN_A RUN_B [--metric M] [--json] | compare --samples FILE_A FILE_B [--better lower|higher] [--alpha A] [--min-effect P%]",
        "statistics between two runs, or two files of samples",

@@ -1,4 +1,4 @@
-// `abtrack render` and `abtrack verify`: the document's regions (and render's plot) against the records.
+// `abtrack render` and `abtrack verify`: the document's regions and its plot against the records.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -98,6 +98,15 @@ int cmd_verify(const Args& args) {
     diffs += line_diff(name, content, want[name]);
   }
   if (have.empty()) problems.push_back(fmt::format("{}: has no abtrack region", ctx.plan.doc));
+  // The plot is a rendering of the same records: it must be the bytes a step would commit.
+  if (auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt) {
+    fs::path svg_file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
+    std::error_code ec;
+    if (!fs::exists(svg_file, ec))
+      problems.push_back(fmt::format("{}: missing (the records have something to plot)", doc::plot_path(ctx.plan)));
+    else if (util::read_file(svg_file) != *svg)
+      problems.push_back(fmt::format("{}: differs from a fresh plot of the records", doc::plot_path(ctx.plan)));
+  }
   for (const auto& s : ctx.repo.status({ctx.plan.runs_dir() + "/"}))
     problems.push_back(fmt::format("{}: not committed ({})", s.path, util::trim(s.code)));
   if (problems.empty()) {
@@ -105,6 +114,7 @@ int cmd_verify(const Args& args) {
     return 0;
   }
   for (const auto& p : problems) fmt::print(stderr, "abtrack: {}\n", p);
+  fmt::print(stderr, "abtrack: hint: `abtrack render` redraws the document's regions and its plot from the records\n");
   if (!diffs.empty()) fmt::print("{}", diffs);
   return static_cast<int>(Exit::run_failed);
 }
