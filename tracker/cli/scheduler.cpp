@@ -1,8 +1,5 @@
 #include "cli/scheduler.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +12,7 @@
 
 #include "cli/commit_run.hpp"
 #include "runner/slurm.hpp"
+#include "util/lock.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
 
@@ -172,25 +170,6 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
 
 namespace {
 
-// One collector at a time per submission; the kernel drops the lock when a collector dies.
-class SubmissionLock {
- public:
-  explicit SubmissionLock(const fs::path& dir) {
-    m_fd = ::open((dir / "collect.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (m_fd >= 0)
-      while (::flock(m_fd, LOCK_EX) != 0 && errno == EINTR) {
-      }
-  }
-  ~SubmissionLock() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  SubmissionLock(const SubmissionLock&) = delete;
-  SubmissionLock& operator=(const SubmissionLock&) = delete;
-
- private:
-  int m_fd = -1;
-};
-
 fs::path slurm_base(const Context& ctx) { return runner::slurm::base_dir(ctx.plan, ctx.repo.state_dir()); }
 
 record::Code code_of(const runner::slurm::Submission& s) {
@@ -209,7 +188,7 @@ record::Code code_of(const runner::slurm::Submission& s) {
 // committed in plan order (their array order), as a local run commits: a finished task waits
 // for the ones before it, so run numbers and baseline comparisons are those of a serial run.
 int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) {
-  SubmissionLock lock(s.dir);
+  util::FileLock lock(s.dir / "collect.lock");  // one collector at a time per submission
   if (std::filesystem::exists(s.dir / "done")) return 0;
   auto states = runner::slurm::task_states(s.job_id);
   int waiting = 0;

@@ -1,7 +1,6 @@
 #include "gitstore/repository.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 
 #include "util/error.hpp"
 #include "util/files.hpp"
+#include "util/lock.hpp"
 #include "util/trace.hpp"
 
 // libgit2 1.5 with the mbedTLS backend (Debian's) parses the whole system CA bundle in
@@ -177,33 +177,6 @@ git_signature* make_signature(git_repository* repo, const char* who) {
   check_git(git_signature_now(&sig, name->c_str(), email->c_str()), "making the commit signature");
   return sig;
 }
-
-// An exclusive lock held for the life of the object; released by the kernel if the process
-// dies, so it can never go stale.
-class FileLock {
- public:
-  FileLock(const fs::path& path, std::chrono::seconds max_wait) {
-    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
-    auto deadline = std::chrono::steady_clock::now() + max_wait;
-    while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR)
-        throw Error(Exit::environment, fmt::format("cannot lock {}: {}", path.string(), std::strerror(errno)));
-      if (std::chrono::steady_clock::now() > deadline)
-        throw Error(Exit::environment, fmt::format("another abtrack has held {} for over {} s", path.string(), max_wait.count()),
-                    "wait for it to finish, or find it with: fuser " + path.string());
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  ~FileLock() {
-    if (m_fd >= 0) ::close(m_fd);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int m_fd = -1;
-};
 
 void backoff(int attempt) {
   thread_local std::mt19937 rng{std::random_device{}()};
@@ -450,7 +423,7 @@ void Repository::walk_status(const std::vector<std::string>& paths,
 
 Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched,
                                           const std::vector<std::string>& leave_out) const {
-  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  util::FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
   finish_interrupted_sync();
   Scan scan;
   walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
@@ -552,7 +525,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
   Signature committer(make_signature(m_repo, "COMMITTER"));
   // abtrack processes take turns; the ref compare-and-swap below still guards against any
   // other writer (the user's git, another tool).
-  FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
+  util::FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
   finish_interrupted_sync();
 
   constexpr int kMaxAttempts = 60;
