@@ -1,4 +1,6 @@
 // `abtrack render` and `abtrack verify`: the document's regions and its plot against the records.
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -53,6 +55,14 @@ static std::pair<fs::path, std::string> work_tree_document(const Context& ctx) {
   return {file, util::read_file(file)};
 }
 
+// The plot's bytes in the work tree, or nothing when there is no such file.
+static std::optional<std::string> work_tree_plot(const Context& ctx) {
+  fs::path file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::nullopt;
+  return util::read_file(file);
+}
+
 int cmd_render(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("render", a, {});
   Context ctx = open_context(args.global);
@@ -67,13 +77,9 @@ int cmd_render(const Args& args) {
     util::write_file_atomic(file, fresh);
     written.push_back(ctx.plan.doc);
   }
-  if (svg) {
-    fs::path svg_file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
-    std::error_code ec;
-    if (!fs::exists(svg_file, ec) || util::read_file(svg_file) != *svg) {
-      util::write_file_atomic(svg_file, *svg);
-      written.push_back(doc::plot_path(ctx.plan));
-    }
+  if (svg && work_tree_plot(ctx) != svg) {
+    util::write_file_atomic(ctx.repo.workdir() / doc::plot_path(ctx.plan), *svg);
+    written.push_back(doc::plot_path(ctx.plan));
   }
   if (written.empty())
     info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
@@ -99,13 +105,14 @@ int cmd_verify(const Args& args) {
   }
   if (have.empty()) problems.push_back(fmt::format("{}: has no abtrack region", ctx.plan.doc));
   // The plot is a rendering of the same records: it must be the bytes a step would commit.
+  bool render_fixes = !diffs.empty();  // a differing region or plot: render redraws both
   if (auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt) {
-    fs::path svg_file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
-    std::error_code ec;
-    if (!fs::exists(svg_file, ec))
+    auto have_svg = work_tree_plot(ctx);
+    if (!have_svg)
       problems.push_back(fmt::format("{}: missing (the records have something to plot)", doc::plot_path(ctx.plan)));
-    else if (util::read_file(svg_file) != *svg)
+    else if (*have_svg != *svg)
       problems.push_back(fmt::format("{}: differs from a fresh plot of the records", doc::plot_path(ctx.plan)));
+    render_fixes |= have_svg != svg;
   }
   for (const auto& s : ctx.repo.status({ctx.plan.runs_dir() + "/"}))
     problems.push_back(fmt::format("{}: not committed ({})", s.path, util::trim(s.code)));
@@ -114,7 +121,8 @@ int cmd_verify(const Args& args) {
     return 0;
   }
   for (const auto& p : problems) fmt::print(stderr, "abtrack: {}\n", p);
-  fmt::print(stderr, "abtrack: hint: `abtrack render` redraws the document's regions and its plot from the records\n");
+  if (render_fixes)
+    fmt::print(stderr, "abtrack: hint: `abtrack render` redraws the document's regions and its plot from the records\n");
   if (!diffs.empty()) fmt::print("{}", diffs);
   return static_cast<int>(Exit::run_failed);
 }
