@@ -54,7 +54,7 @@ CPU reference, times it, and prints one JSON object as the last line of stdout.
   --stages 1..4         CUDA cp.async ring depth (default 2)
   --tile N              tokens per tile: CUDA 16|32|64, CPU any >= 1 (default 64)
   --splits N|auto       splits per row (default auto)
-  --math mma|fma        CUDA QK^T / PV arithmetic (default mma)
+  --math mma|fma|wgmma  CUDA QK^T / PV arithmetic (default mma; wgmma needs --warps 8 --tile 64)
   --dequant cvt|bits    CUDA fp8 -> bf16 conversion (default bits)
   --threads N           CPU worker threads (default: all hardware threads)
   --samples N           timed samples (default: cuda 10, cpu 3)
@@ -154,8 +154,10 @@ Options parse(int argc, char** argv, bool& help) {
     } else if (arg == "--splits") {
       o.cuda.splits = value == "auto" ? 0 : static_cast<int>(parse_int(arg, value, 1, 4096));
     } else if (arg == "--math") {
-      if (value != "mma" && value != "fma") throw UsageError("--math must be mma or fma, got '" + value + "'");
-      o.cuda.math = value == "mma" ? mla::Math::mma : mla::Math::fma;
+      if (value == "mma") o.cuda.math = mla::Math::mma;
+      else if (value == "fma") o.cuda.math = mla::Math::fma;
+      else if (value == "wgmma") o.cuda.math = mla::Math::wgmma;
+      else throw UsageError("--math must be mma, fma or wgmma, got '" + value + "'");
     } else if (arg == "--dequant") {
       if (value != "cvt" && value != "bits") throw UsageError("--dequant must be cvt or bits, got '" + value + "'");
       o.cuda.dequant = value == "cvt" ? mla::Dequant::cvt : mla::Dequant::bits;

@@ -11,11 +11,17 @@ std::string validate_config(const CudaConfig& c) {
   if (c.stages < 1 || c.stages > 4) return "stages must be 1, 2, 3 or 4";
   if (c.tile != 16 && c.tile != 32 && c.tile != 64) return "tile must be 16, 32 or 64";
   if (c.splits < 0) return "splits must be >= 1 or auto";
+  if (c.math == Math::wgmma && (c.warps != 8 || c.tile != 64 || c.dequant != Dequant::bits))
+    return "math wgmma needs warps 8, tile 64 and dequant bits (two warpgroups, 64-token tiles as wgmma's M, "
+           "the bit-trick conversion to f16)";
   return "";
 }
 
 std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   // Must match the carve-up in mla_decode_kernels.cu.
+  if (c.math == Math::wgmma)  // must match mla_decode_wgmma.cu
+    return 65536 + 32768 + 4096 + 4096 + static_cast<std::size_t>(c.stages) * 41 * 64 * 16 + (2 * 4 * 16 + 4 * 32) * 4 +
+           static_cast<std::size_t>(tiles_per_split) * c.tile * 4;
   std::size_t bytes = 0;
   bytes += 2 * (kDimQk / 16) * 32 * 16;                                          // Q A fragments
   bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw fp8 ring
@@ -33,13 +39,20 @@ Feasibility cuda_feasibility(const CudaConfig& c, int tiles_per_split, std::size
     f.feasible = false;
     f.why = "shared memory " + std::to_string(f.smem_bytes) + " bytes per CTA (stages " +
             std::to_string(c.stages) + " x tile " + std::to_string(c.tile) +
-            " x 656 B ring + S partials + Q + P + " + std::to_string(tiles_per_split * c.tile) +
+            " x 656 B ring + " + std::string(c.math == Math::wgmma ? "f16 K/V tile" : "S partials") + " + Q + P + " + std::to_string(tiles_per_split * c.tile) +
             " indices) exceeds the per-block limit of " + std::to_string(smem_limit) + " bytes";
   }
   return f;
 }
 
-const char* to_string(Math math) { return math == Math::mma ? "mma" : "fma"; }
+const char* to_string(Math math) {
+  switch (math) {
+    case Math::mma: return "mma";
+    case Math::fma: return "fma";
+    case Math::wgmma: return "wgmma";
+  }
+  return "?";
+}
 const char* to_string(Dequant dequant) { return dequant == Dequant::cvt ? "cvt" : "bits"; }
 
 }  // namespace abtrack::kernels::mla_decode

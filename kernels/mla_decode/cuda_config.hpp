@@ -9,7 +9,8 @@
 
 namespace abtrack::kernels::mla_decode {
 
-enum class Math { mma, fma };        // mma.sync m16n8k16 bf16 -> f32, or scalar FMA (negative control)
+enum class Math { mma, fma, wgmma };  // mma.sync m16n8k16 bf16 -> f32, scalar FMA (negative control), or
+                                      // wgmma (two warpgroups, f16 tile in shared memory)
 enum class Dequant { cvt, bits };    // cvt.rn.f16x2.e4m3x2 chain, or the shift/mask bit trick
 
 // One variant of the kernel family.
@@ -28,9 +29,11 @@ inline constexpr std::size_t kSm90SmemOptin = 232448;  // 227 KB, the sm_90 per-
 // "" when the knob values are in the family, else what is wrong (e.g. "warps must be 4 or 8").
 std::string validate_config(const CudaConfig& config);
 
-// Dynamic shared memory of one CTA: Q's A fragments (36,864 B) + raw fp8 ring (stages x T x
+// Dynamic shared memory of one CTA. mma/fma: Q's A fragments (36,864 B) + raw fp8 ring (stages x T x
 // 656 B) + f32 S partials of the 4 k parts (4 x 32 x (T+4) x 4 B) + P (32 x (T+8) bf16) + row
-// statistics + the split's indices (4 B per slot).
+// statistics + the split's indices (4 B per slot). wgmma: the f16 K/V tile (65,536 B) + f16 Q
+// (32,768) + bf16 Q RoPE (4,096) + f16 P (4,096) + raw ring (stages x 41,984) + reductions and row
+// statistics (1,024) + the indices.
 std::size_t cuda_smem_bytes(const CudaConfig& config, int tiles_per_split);
 
 // Whether the configuration fits a per-block limit of `smem_limit` bytes; `why` says how not.

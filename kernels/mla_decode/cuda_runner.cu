@@ -41,6 +41,12 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The kernel that runs `config` (validated).
+const void* kernel_for(const CudaConfig& config) {
+  if (config.math == Math::wgmma) return decode_kernel_wgmma();
+  return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
+}
+
 }  // namespace
 
 bool cuda_device_available(std::string& why) {
@@ -154,7 +160,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
   Impl& d = *m_impl;
   LaunchPlan lp;
   lp.config = config;
-  const void* kernel = decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
+  const void* kernel = kernel_for(config);
   cudaFuncAttributes attr{};
   CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   lp.regs_per_thread = attr.numRegs;
@@ -236,7 +242,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
                   static_cast<unsigned>(d.shape.batch));
   const dim3 block(static_cast<unsigned>(lp.config.warps * 32));
   void* args[] = {&p};
-  CUDA_CHECK(cudaLaunchKernel(decode_kernel(lp.config.warps, lp.config.tile, lp.config.math == Math::fma, lp.config.dequant == Dequant::bits), grid, block, args,
+  CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args,
                               lp.smem_bytes, d.stream));
   CUDA_CHECK(cudaGetLastError());
   if (lp.splits > 1) {

@@ -11,6 +11,7 @@
 //     four B-fragment rows and a byte permute turns them into four n-tiles' B fragments.
 // Three barriers per tile (four with one stage). A combine kernel merges the splits.
 #include "mla_decode_kernels.cuh"
+#include "mla_decode_device.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -19,32 +20,8 @@ namespace abtrack::kernels::mla_decode {
 
 namespace {
 
-constexpr int kDimQk = 576;
-constexpr int kDimV = 512;
-constexpr int kTokenBytes = 656;
-constexpr int kChunks = kTokenBytes / 16;  // 41 16-byte chunks per token row
-constexpr int kKTotal = kDimQk / 16;        // 36 k16 steps: 32 fp8 (4 scale groups of 8), 4 bf16 rope
-constexpr int kHeads = 32;                   // heads per CTA
-constexpr float kMinusBig = -1e30f;
-constexpr float kRescaleLog2 = 8.0f;  // lazy rescaling threshold (log2 domain): P <= 256
-
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// src_size 0 reads nothing and writes 16 zero bytes.
-__device__ __forceinline__ void cp_async_16_zfill(void* dst, const void* src, int src_size) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_size));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait(int pending) {
-  switch (pending) {
-    case 0: asm volatile("cp.async.wait_group 0;\n" ::); break;
-    case 1: asm volatile("cp.async.wait_group 1;\n" ::); break;
-    case 2: asm volatile("cp.async.wait_group 2;\n" ::); break;
-    default: asm volatile("cp.async.wait_group 3;\n" ::); break;
-  }
-}
+using namespace dev;
+constexpr int kKTotal = kDimQk / 16;  // 36 k16 steps: 32 fp8 (4 scale groups of 8), 4 bf16 rope
 
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -58,21 +35,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 2^x by the SFU alone (ex2.approx.ftz: relative error ~2^-22, -inf -> 0), without exp2f's
-// denormal fix-up around it.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ std::uint32_t as_u32(__nv_bfloat162 v) {
-  return *reinterpret_cast<std::uint32_t*>(&v);
-}
-__device__ __forceinline__ __nv_bfloat162 as_bf162(std::uint32_t v) {
-  return *reinterpret_cast<__nv_bfloat162*>(&v);
 }
 
 // Zeroes a set of f32 mma accumulators ([m-tile][n-tile][4]).

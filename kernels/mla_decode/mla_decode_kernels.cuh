@@ -26,6 +26,10 @@ struct KernelParams {
 // dynamic_smem, stream).
 const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 
+// The wgmma kernel (`--math wgmma`): 8 warps (two warpgroups), 64-token tiles, the bit-trick
+// dequant into an f16 tile; stages is a run-time argument. Same grid and parameters.
+const void* decode_kernel_wgmma();
+
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
 // heads, splits).
 const void* combine_kernel();

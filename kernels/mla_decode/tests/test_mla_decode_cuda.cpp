@@ -94,6 +94,11 @@ MLA_TEST("instantiations") {
         }
     }
   MLA_CHECK(mla::decode_kernel(6, 32, false, true) == nullptr, "no kernel outside the family");
+  const void* wg = mla::decode_kernel_wgmma();
+  MLA_CHECK(wg != nullptr, "the wgmma kernel is built");
+  for (int tile : {16, 32, 64})
+    for (bool fma : {false, true})
+      for (bool bits : {false, true}) MLA_CHECK(mla::decode_kernel(8, tile, fma, bits) != wg, "wgmma is a kernel of its own");
 }
 
 // The tiny size over every knob combination, both softmax scales.
@@ -158,6 +163,45 @@ MLA_TEST("medium") {
   check_variant(dec, in, ref, mla::CudaConfig{4, 4, 64, 1, mla::Math::mma, mla::Dequant::bits}, counts, "medium");
   MLA_CHECK(counts.infeasible == refused + 1, "4 warps, tile 64, 4 stages, 1 split is refused");
   std::printf("medium: %d variants ran, %d infeasible\n", counts.ran, counts.infeasible);
+}
+
+// The wgmma kernel (8 warps, 64-token tiles, bits): tiny and odd shapes over splits and stages,
+// both softmax scales, the medium size; 3 stages do not fit (refused with the arithmetic), and
+// other warps/tile/dequant values are not in its family.
+MLA_TEST("wgmma") {
+  Counts counts;
+  auto config = [](int stages, int splits) {
+    return mla::CudaConfig{8, stages, 64, splits, mla::Math::wgmma, mla::Dequant::bits};
+  };
+  for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
+    const mla::Inputs in = make(mla::Shape{2, 32, 128, 512}, scale > 0.1 ? 5 : 4, 0.25, true, 1);
+    const mla::Reference ref = mla::reference_decode(in, scale);
+    mla::CudaDecoder dec(in, scale);
+    for (int stages : {1, 2})
+      for (int splits : {1, 3, 0}) check_variant(dec, in, ref, config(stages, splits), counts, "wgmma tiny");
+  }
+  const mla::Shape shapes[] = {{3, 16, 200, 1024}, {2, 64, 333, 1024}, {1, 80, 1000, 4096}, {5, 128, 96, 512}};
+  for (const mla::Shape& s : shapes) {
+    const double scale = mla::model_softmax_scale();
+    const mla::Inputs in = make(s, 21 + s.heads, 0.2, s.topk >= 128, s.batch > 1 ? 1 : 0);
+    const mla::Reference ref = mla::reference_decode(in, scale);
+    mla::CudaDecoder dec(in, scale);
+    for (int splits : {1, 3, 0}) check_variant(dec, in, ref, config(2, splits), counts, "wgmma shapes");
+  }
+  const mla::Shape s{4, 64, 2048, 4096};
+  const mla::Inputs in = make(s, 31, 0.1, true, 0);
+  const mla::Reference ref = mla::reference_decode(in, mla::default_softmax_scale());
+  mla::CudaDecoder dec(in, mla::default_softmax_scale());
+  for (int stages : {1, 2})
+    for (int splits : {1, 8, 32}) check_variant(dec, in, ref, config(stages, splits), counts, "wgmma medium");
+  MLA_CHECK(counts.infeasible == 0, "stages 1 and 2 fit (%d refused)", counts.infeasible);
+  check_variant(dec, in, ref, config(3, 8), counts, "wgmma medium");
+  MLA_CHECK(counts.infeasible == 1, "3 stages are refused");
+  for (const mla::CudaConfig& bad : {mla::CudaConfig{4, 2, 64, 0, mla::Math::wgmma, mla::Dequant::bits},
+                                     mla::CudaConfig{8, 2, 32, 0, mla::Math::wgmma, mla::Dequant::bits},
+                                     mla::CudaConfig{8, 2, 64, 0, mla::Math::wgmma, mla::Dequant::cvt}})
+    MLA_CHECK(!mla::validate_config(bad).empty(), "%s is outside the wgmma family", name_of(bad));
+  std::printf("wgmma: %d variants ran\n", counts.ran);
 }
 
 int main(int argc, char** argv) {

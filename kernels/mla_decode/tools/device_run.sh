@@ -89,6 +89,20 @@ if [ "$mode" = grid ] || [ "$mode" = all ]; then
         run --batch 64 --heads 32 --warps $w --tile $t --stages $s --dequant $dq
       done; done; done; done
       ;;
+    v7)  # session 4: the wgmma kernel beside the best mma.sync variant, same shapes
+      for s in 2 1; do for sp in auto 1 2 4; do
+        run --batch 64 --heads 32 --math wgmma --warps 8 --tile 64 --stages $s --splits $sp
+      done; done
+      run --batch 64 --heads 32 --warps 4 --tile 32 --stages 2
+      for h in 64 128; do
+        run --batch 64 --heads $h --math wgmma --warps 8 --tile 64 --stages 2
+        run --batch 64 --heads $h --warps 4 --tile 32 --stages 2
+      done
+      for b in 16 128; do
+        run --batch $b --heads 32 --math wgmma --warps 8 --tile 64 --stages 2
+        run --batch $b --heads 32 --warps 4 --tile 32 --stages 2
+      done
+      ;;
     quick)
       for w in 4 8; do for t in 16 32 64; do for s in 2 3; do
         run --batch 64 --heads 32 --warps $w --tile $t --stages $s
@@ -108,7 +122,7 @@ fi
 if [ "$mode" = profile ] || [ "${PROFILE:-0}" = 1 ]; then
   ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \
-      -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
+      -k regex:decode_ --launch-skip 1 --launch-count 1 \
       "$bench" --device cuda --batch 64 --heads 32 --warps 8 --tile "${PROFILE_TILE:-32}" --stages "${PROFILE_STAGES:-2}" --samples 1 --warmup 1 \
       >"$out/ncu.txt" 2>&1
   grep -E 'Duration|Throughput|Stall|Issue Slots|Eligible|Active Warps|No Eligible|Registers|Achieved' "$out/ncu.txt" | head -60
