@@ -38,10 +38,13 @@ constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
+// Built once per operand; a byte offset within the operand is then one add to the address
+// field (`at`), which never carries out of it (shared memory ends below 2^18 bytes).
 __device__ __forceinline__ std::uint64_t smem_desc(const void* p, std::uint32_t lbo, std::uint32_t sbo) {
   return static_cast<std::uint64_t>((smem_addr(p) & 0x3ffffu) >> 4) | (static_cast<std::uint64_t>(lbo >> 4) << 16) |
          (static_cast<std::uint64_t>(sbo >> 4) << 32);
 }
+__device__ __forceinline__ std::uint64_t at(std::uint64_t desc, std::uint32_t byte_offset) { return desc + (byte_offset >> 4); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -132,15 +135,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // Gathers of tile `tile` into ring slot `slot`: warp w copies rows w, w + 8, ..., lane l chunks
   // l and l + 32 (one warp instruction moves 512 contiguous bytes of a row); chunk c of token t
   // lands at (c * 64 + t) * 16. Invalid slots are zero-filled (nothing is read).
+  // (The 8 indices are read before the first copy: interleaved, each copy waited for its load.)
   auto issue = [&](int tile, int slot) {
-    std::uint8_t* dst = ring + slot * kStageBytes;
+    std::uint8_t* dst = ring + slot * kStageBytes + (lane * kTile + warp) * 16;
+    int id[kTile / 8];
 #pragma unroll
-    for (int t = warp; t < kTile; t += 8) {
-      const int id = idx_s[tile * kTile + t];
-      const int bytes = id >= 0 ? 16 : 0;
-      const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id, 0)) * kTokenBytes + lane * 16;
-      cp_async_16_zfill(dst + (lane * kTile + t) * 16, src, bytes);
-      if (lane < kChunks - 32) cp_async_16_zfill(dst + ((lane + 32) * kTile + t) * 16, src + 32 * 16, bytes);
+    for (int i = 0; i < kTile / 8; ++i) id[i] = idx_s[tile * kTile + warp + 8 * i];
+#pragma unroll
+    for (int i = 0; i < kTile / 8; ++i) {
+      const int bytes = id[i] >= 0 ? 16 : 0;
+      const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id[i], 0)) * kTokenBytes + lane * 16;
+      cp_async_16_zfill(dst + 8 * i * 16, src, bytes);
+      if (lane < kChunks - 32) cp_async_16_zfill(dst + (32 * kTile + 8 * i) * 16, src + 32 * 16, bytes);
     }
   };
   for (int j = 0; j < stages; ++j) {
@@ -223,6 +229,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
   for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
 
+  // The operands' descriptors (no swizzling; leading, stride byte offsets): S^T's A = the f16
+  // tile K-major (next 8 dims 1024 B, next 8 tokens 128 B), B = Q K-major (512, 128 per head
+  // block; this warpgroup's 16 heads); RoPE A in the raw stage (next chunk 1024, next 8 tokens
+  // 128); O^T's A = the f16 tile M-major (next 8 tokens 128, next 8 dims 1024; this warpgroup's
+  // 256 dims), B = P K-major (next 8 tokens 512, next 8 heads 128).
+  const std::uint64_t k_desc = smem_desc(kv_s, 1024, 128);
+  const std::uint64_t q_desc = smem_desc(qn_s + wg * 256, 512, 128);
+  const std::uint64_t qr_desc = smem_desc(qr_s + wg * 256, 512, 128);
+  const std::uint64_t ring_desc = smem_desc(ring, 1024, 128);
+  const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
+  const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
+
   int slot = 0;
   for (int it = 0; it < n_tiles; ++it) {
     cp_async_wait(stages - 1);  // tile it's group (stages + it groups committed so far)
@@ -259,14 +277,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     float sacc[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) sacc[i] = 0.0f;
+    const std::uint64_t rope_desc = at(ring_desc, slot * kStageBytes + kRopeChunk * kTile * 16);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 32; ++kk)
-      wgmma_n16_f16(sacc, smem_desc(kv_s + kk * 2048, 1024, 128), smem_desc(qn_s + wg * 256 + kk * 1024, 512, 128));
+    for (int kk = 0; kk < 32; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
-      wgmma_n16_bf16(sacc, smem_desc(stage + (kRopeChunk * kTile) * 16 + r * 2048, 1024, 128),
-                     smem_desc(qr_s + wg * 256 + r * 1024, 512, 128));
+    for (int r = 0; r < 4; ++r) wgmma_n16_bf16(sacc, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
     wgmma_commit();
     wgmma_wait_all();
 
@@ -339,9 +355,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
       for (int mb = 0; mb < 4; ++mb)
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_n32_ta_f16(oacc[mb], smem_desc(kv_s + (wg * 4 + mb) * 8 * 1024 + ks * 256, 128, 1024),
-                           smem_desc(p_s + ks * 1024, 512, 128));
+        for (int ks = 0; ks < 4; ++ks) wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
       wgmma_commit();
       wgmma_wait_all();
     }
