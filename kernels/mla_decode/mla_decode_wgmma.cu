@@ -21,6 +21,10 @@
 
 #include <cuda_fp16.h>
 
+#ifdef ABTRACK_WGMMA_PHASES
+#include <cstdio>
+#endif
+
 namespace abtrack::kernels::mla_decode {
 
 namespace {
@@ -95,7 +99,24 @@ __device__ __forceinline__ std::uint32_t hmul2_u32(std::uint32_t a, __half2 s) {
   return *reinterpret_cast<std::uint32_t*>(&r);
 }
 
+// Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag_wgmma.sh): clock64 time per phase of
+// the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0).
+#ifdef ABTRACK_WGMMA_PHASES
+#define ABTRACK_PHASE(i)                 \
+  {                                      \
+    const long long now_ = clock64();    \
+    phase_[i] += now_ - phase_t_;        \
+    phase_t_ = now_;                     \
+  }
+#else
+#define ABTRACK_PHASE(i)
+#endif
+
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
+#ifdef ABTRACK_WGMMA_PHASES
+  long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  long long phase_t_ = clock64();
+#endif
   extern __shared__ __align__(128) std::uint8_t smem[];
   // f16 K/V tile: core matrix (dim block db of 8 positions, token block tb of 8) at
   // (db * 8 + tb) * 128, token row (t % 8) * 16: K-major for S^T (M = tokens), M-major for O^T.
@@ -242,9 +263,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
 
   int slot = 0;
+  ABTRACK_PHASE(7);  // prologue
   for (int it = 0; it < n_tiles; ++it) {
     cp_async_wait(stages - 1);  // tile it's group (stages + it groups committed so far)
     __syncthreads();            // tile it landed for all; everyone is past O^T of tile it-1
+    ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
     // The f16 K/V tile: thread (token tid % 64, q = tid / 64) converts chunks q, q + 4, ..., q + 28
@@ -269,8 +292,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
             make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
       }
     }
+    ABTRACK_PHASE(1);
     fence_async_smem();
     __syncthreads();
+    ABTRACK_PHASE(2);
 
     // S^T for this warpgroup's 16 heads: 32 f16 k-steps over the converted tile, 4 bf16 RoPE
     // k-steps straight from the raw stage.
@@ -285,6 +310,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int r = 0; r < 4; ++r) wgmma_n16_bf16(sacc, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
     wgmma_commit();
     wgmma_wait_all();
+    ABTRACK_PHASE(3);
 
     // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
     // thread holds rows 16 wl + g and + 8 of columns 8 j + 2 t4 + e; the column maximum is
@@ -327,8 +353,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         if (wl == 0 && g == 0) alpha_s[head] = alpha;
       }
     }
+    ABTRACK_PHASE(4);
     fence_async_smem();
     __syncthreads();  // P and alpha complete; both warpgroups are past S^T (the raw slot is free)
+    ABTRACK_PHASE(5);
 
     if (it + stages < n_tiles) issue(it + stages, slot);
     cp_async_commit();
@@ -359,8 +387,15 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       wgmma_commit();
       wgmma_wait_all();
     }
+    ABTRACK_PHASE(6);
   }
   asm volatile("cp.async.wait_all;\n" ::);
+#ifdef ABTRACK_WGMMA_PHASES
+  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0)
+    printf("wgmma phases (cycles, %d tiles, warpgroup %d): prologue %lld | wait+B1 %lld  dequant %lld  B2 %lld  "
+           "S^T %lld  softmax %lld  B3 %lld  refill+O^T %lld\n",
+           n_tiles, wg, phase_[7], phase_[0], phase_[1], phase_[2], phase_[3], phase_[4], phase_[5], phase_[6]);
+#endif
 
   // Epilogue: l reduced over rows (g by shuffles, warps in shared memory), then O^T staged in
   // the K/V tile's place as f32 [head][dim], then written row by row (16-byte stores).
