@@ -260,9 +260,16 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   }
 }
 
+#ifdef ABTRACK_WGMMA_PHASES
+void print_wgmma_phases();  // mla_decode_wgmma.cu, diagnostic build only
+#endif
+
 Outputs CudaDecoder::download() {
   Impl& d = *m_impl;
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
+#ifdef ABTRACK_WGMMA_PHASES
+  print_wgmma_phases();
+#endif
   Outputs o;
   o.out.resize(d.out.count);
   o.lse.resize(d.lse.count);

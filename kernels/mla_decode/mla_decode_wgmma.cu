@@ -102,6 +102,7 @@ __device__ __forceinline__ std::uint32_t hmul2_u32(std::uint32_t a, __half2 s) {
 // Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag_wgmma.sh): clock64 time per phase of
 // the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0).
 #ifdef ABTRACK_WGMMA_PHASES
+__device__ long long g_wgmma_phases[2][9];  // (a printf in the kernel would serialize its wgmma)
 #define ABTRACK_PHASE(i)                 \
   {                                      \
     const long long now_ = clock64();    \
@@ -391,10 +392,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
   asm volatile("cp.async.wait_all;\n" ::);
 #ifdef ABTRACK_WGMMA_PHASES
-  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0)
-    printf("wgmma phases (cycles, %d tiles, warpgroup %d): prologue %lld | wait+B1 %lld  dequant %lld  B2 %lld  "
-           "S^T %lld  softmax %lld  B3 %lld  refill+O^T %lld\n",
-           n_tiles, wg, phase_[7], phase_[0], phase_[1], phase_[2], phase_[3], phase_[4], phase_[5], phase_[6]);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
+    for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
+    g_wgmma_phases[wg][8] = n_tiles;
+  }
 #endif
 
   // Epilogue: l reduced over rows (g by shuffles, warps in shared memory), then O^T staged in
@@ -463,5 +464,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 }  // namespace
 
 const void* decode_kernel_wgmma() { return reinterpret_cast<const void*>(&decode_wgmma_impl); }
+
+#ifdef ABTRACK_WGMMA_PHASES
+void print_wgmma_phases() {
+  long long ph[2][9] = {};
+  if (cudaMemcpyFromSymbol(ph, g_wgmma_phases, sizeof ph) != cudaSuccess) return;
+  for (int wg = 0; wg < 2; ++wg)
+    std::fprintf(stderr,
+                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | wait+B1 %lld  dequant %lld  B2 %lld  "
+                 "S^T %lld  softmax %lld  B3 %lld  refill+O^T %lld\n",
+                 ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
+}
+#endif
 
 }  // namespace abtrack::kernels::mla_decode

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the wgmma kernel's time goes: a patched copy of kernels/ built with per-phase clock64
-# sums (-DABTRACK_WGMMA_PHASES, printed for CTA 0), and modes that skip its math
+# sums (-DABTRACK_WGMMA_PHASES, CTA 0's, printed when the outputs are downloaded), and modes that skip its math
 # (MLA_DEBUG_MODE=1: gathers only) or its gathers after the first ring fill (2: math only),
 # timed side by side with the real kernel. Diagnostic only: patched outputs are wrong by design.
 # Usage (repository root, GPU machine): bash kernels/mla_decode/tools/diag_wgmma.sh ["--stages 2 --splits 2"]
@@ -33,8 +33,8 @@ bench=$(find "$work/build" -name mla_decode_bench -type f | head -1)
 for mode in 0 1 2; do
   printf '%s mode %s (%s): ' "$cfg" "$mode" "$(case $mode in 0) echo full;; 1) echo gathers only;; 2) echo math only;; esac)"
   # shellcheck disable=SC2086
-  MLA_DEBUG_MODE=$mode "$bench" --device cuda --batch 64 --heads 32 $cfg --samples 10 >"$work/out.txt" 2>/dev/null
+  MLA_DEBUG_MODE=$mode "$bench" --device cuda --batch 64 --heads 32 $cfg --samples 10 >"$work/out.txt" 2>"$work/err.txt"
   tail -n 1 "$work/out.txt" | python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["median_us"], "us, splits", d["splits_used"])'
-  [ "$mode" = 0 ] && grep -m 2 "wgmma phases" "$work/out.txt"
+  [ "$mode" = 0 ] && grep -m 2 "wgmma phases" "$work/err.txt"
 done
 rm -rf "$work"
