@@ -165,7 +165,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
   CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   lp.regs_per_thread = attr.numRegs;
   lp.local_bytes = attr.localSizeBytes;
-  const int threads = config.warps * 32;
+  const int threads = cuda_threads(config);
   const int head_blocks = (d.shape.heads + kHeadsPerCta - 1) / kHeadsPerCta;
   const SplitPlan one = plan_splits(d.shape.topk, config.tile, 1);
 
@@ -195,7 +195,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(f.smem_bytes)));
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&lp.ctas_per_sm, kernel, threads, f.smem_bytes));
-  lp.warps_per_sm = lp.ctas_per_sm * config.warps;
+  lp.warps_per_sm = lp.ctas_per_sm * threads / 32;
   if (lp.ctas_per_sm == 0) {
     lp.feasible = false;
     lp.why = "no CTA fits on an SM (" + std::to_string(attr.numRegs) + " registers x " +
@@ -240,7 +240,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   const dim3 grid(static_cast<unsigned>(lp.splits),
                   static_cast<unsigned>((d.shape.heads + kHeadsPerCta - 1) / kHeadsPerCta),
                   static_cast<unsigned>(d.shape.batch));
-  const dim3 block(static_cast<unsigned>(lp.config.warps * 32));
+  const dim3 block(static_cast<unsigned>(cuda_threads(lp.config)));
   void* args[] = {&p};
   CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args,
                               lp.smem_bytes, d.stream));

@@ -32,13 +32,22 @@ namespace {
 using namespace dev;
 
 constexpr int kTile = 64;                          // tokens per tile: wgmma's M
-constexpr int kThreads = 256;                      // two warpgroups
+constexpr int kMathThreads = 256;                  // two warpgroups: conversion, wgmma, softmax
+constexpr int kThreads = kMathThreads + 32;        // and one producer warp: the gathers
 constexpr int kStageBytes = kChunks * kTile * 16;  // one raw tile, [41 chunks][64 tokens][16 B]
 constexpr int kRopeChunk = 33;                     // chunks 0..31 e4m3, 32 scales, 33..40 RoPE
 constexpr int kKvBytes = kTile * kDimV * 2;        // f16 K/V tile (also the epilogue's O staging)
 constexpr int kQnBytes = kHeads * kDimV * 2;       // f16 Q (512 dims)
 constexpr int kQrBytes = kHeads * (kDimQk - kDimV) * 2;  // bf16 Q RoPE
 constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
+constexpr int kRopeBytes = 8 * kTile * 16;         // the tile's RoPE chunks, copied out of the ring
+
+// Named barriers (0 is __syncthreads): per warpgroup, the math warps, and per ring slot s "full"
+// (the producer arrives once slot s has landed) and "empty" (the math warps arrive once they
+// have read it).
+constexpr int kBarMath = 3;
+constexpr int kBarFull = 4;   // + slot (stages <= 2)
+constexpr int kBarEmpty = 6;  // + slot
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -56,6 +65,12 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Barrier `id` (1 or 2) among the 128 threads of one warpgroup.
 __device__ __forceinline__ void warpgroup_barrier(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // d (64 x 16, f32) += A (64 x 16, K-major) * B (16 x 16, K-major).
 #define ABTRACK_WGMMA_N16(TYPE)                                                                      \
@@ -125,7 +140,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   std::uint8_t* qn_s = kv_s + kKvBytes;  // Q * c_h, f16: (db * 4 + head block) * 128, K-major
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
   std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
-  std::uint8_t* ring = p_s + kPBytes;    // stages x [41 chunks][64 tokens][16 B]
+  std::uint8_t* rope_s = p_s + kPBytes;  // [8 chunks][64 tokens][16 B]: K-major bf16 RoPE
+  std::uint8_t* ring = rope_s + kRopeBytes;  // stages x [41 chunks][64 tokens][16 B]
   float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
   float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
   float* m_s = alpha_s + kHeads;                                            // [32]
@@ -154,41 +170,61 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
   __syncthreads();
 
-  // Gathers of tile `tile` into ring slot `slot`: warp w copies rows w, w + 8, ..., lane l chunks
-  // l and l + 32 (one warp instruction moves 512 contiguous bytes of a row); chunk c of token t
-  // lands at (c * 64 + t) * 16. Invalid slots are zero-filled (nothing is read).
-  // (The 8 indices are read before the first copy: interleaved, each copy waited for its load.)
-  auto issue = [&](int tile, int slot) {
-    std::uint8_t* dst = ring + slot * kStageBytes + (lane * kTile + warp) * 16;
-    int id[kTile / 8];
-#pragma unroll
-    for (int i = 0; i < kTile / 8; ++i) id[i] = idx_s[tile * kTile + warp + 8 * i];
-#pragma unroll
-    for (int i = 0; i < kTile / 8; ++i) {
-      const int bytes = id[i] >= 0 ? 16 : 0;
-      const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id[i], 0)) * kTokenBytes + lane * 16;
-      cp_async_16_zfill(dst + 8 * i * 16, src, bytes);
-      if (lane < kChunks - 32) cp_async_16_zfill(dst + (32 * kTile + 8 * i) * 16, src + 32 * 16, bytes);
+  // The producer warp: gathers of tile i into ring slot i % stages with 16-byte cp.async (lane l
+  // copies chunks l and l + 32 of each row: one instruction moves 512 contiguous bytes); chunk c of
+  // token t lands at (c * 64 + t) * 16; invalid slots are zero-filled (nothing is read). It keeps
+  // `stages` tiles in flight: a slot is refilled as soon as the math warps have converted it,
+  // and announced once its copies have landed.
+  if (warp == kMathThreads / 32) {
+    auto issue = [&](int tile, int slot) {
+      std::uint8_t* dst = ring + slot * kStageBytes + lane * kTile * 16;
+      const int id0 = idx_s[tile * kTile + lane], id1 = idx_s[tile * kTile + 32 + lane];
+#pragma unroll 8
+      for (int t = 0; t < kTile; ++t) {
+        const int id = __shfl_sync(0xffffffffu, t < 32 ? id0 : id1, t & 31);
+        const int bytes = id >= 0 ? 16 : 0;
+        const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id, 0)) * kTokenBytes + lane * 16;
+        cp_async_16_zfill(dst + t * 16, src, bytes);
+        if (lane < kChunks - 32) cp_async_16_zfill(dst + (32 * kTile + t) * 16, src + 32 * 16, bytes);
+      }
+      cp_async_commit();
+    };
+    int slot = 0;
+    for (int i = 0; i < n_tiles; ++i) {
+      if (i >= stages) named_sync(kBarEmpty + slot, kThreads);  // tile i - stages is converted
+      issue(i, slot);
+      if (i >= stages - 1) {
+        cp_async_wait(stages - 1);  // tile i - stages + 1 has landed
+        named_arrive(kBarFull + (i - stages + 1) % stages, kThreads);
+      }
+      slot = slot + 1 == stages ? 0 : slot + 1;
     }
-  };
-  for (int j = 0; j < stages; ++j) {
-    if (j < n_tiles) issue(j, j);
-    cp_async_commit();
+    for (int i = max(0, n_tiles - stages + 1); i < n_tiles; ++i) {
+      cp_async_wait(n_tiles - 1 - i);
+      named_arrive(kBarFull + i % stages, kThreads);
+    }
+    return;
   }
 
   // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
   // A warp does 4 rows; lane l converts 8-dim chunks l and l + 32 (and RoPE chunk l < 8).
+  // (All 12 loads first: one row at a time, each row waited for its loads.)
+  uint4 qc[4][3];
+#pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int h = warp * 4 + r;
-    const bool real = head0 + h < p.heads;
     const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimQk;
-    uint4 c[3] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-    if (real) {
-      c[0] = __ldg(reinterpret_cast<const uint4*>(q) + lane);
-      c[1] = __ldg(reinterpret_cast<const uint4*>(q) + lane + 32);
-      if (lane < 8) c[2] = __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane);
-    }
+    const bool real = head0 + h < p.heads;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + lane) : zero;
+    qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + lane + 32) : zero;
+    qc[r][2] = real && lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane) : zero;
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int h = warp * 4 + r;
+    const uint4 (&c)[3] = qc[r];
     float big = 0.0f;
 #pragma unroll
     for (int k = 0; k < 3; ++k) {
@@ -247,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     m_run[c] = kMinusBig;
     l_part[c] = 0.0f;
   }
-  __syncthreads();
+  named_sync(kBarMath, kMathThreads);
 #pragma unroll
   for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
 
@@ -259,15 +295,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const std::uint64_t k_desc = smem_desc(kv_s, 1024, 128);
   const std::uint64_t q_desc = smem_desc(qn_s + wg * 256, 512, 128);
   const std::uint64_t qr_desc = smem_desc(qr_s + wg * 256, 512, 128);
-  const std::uint64_t ring_desc = smem_desc(ring, 1024, 128);
+  const std::uint64_t rope_desc = smem_desc(rope_s, 1024, 128);
   const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
 
   int slot = 0;
   ABTRACK_PHASE(7);  // prologue
   for (int it = 0; it < n_tiles; ++it) {
-    cp_async_wait(stages - 1);  // tile it's group (stages + it groups committed so far)
-    __syncthreads();            // tile it landed for all; everyone is past O^T of tile it-1
+    named_sync(kBarFull + slot, kThreads);  // tile it has landed; every math warp is past O^T of tile it-1
     ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
@@ -292,10 +327,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         *reinterpret_cast<uint4*>(row + 1024) =
             make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
       }
+      // The RoPE chunks (33 + q, 37 + q) move out of the ring, which is refilled before S^T.
+      *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) =
+          *reinterpret_cast<const uint4*>(stage + ((kRopeChunk + q) * kTile + t) * 16);
+      *reinterpret_cast<uint4*>(rope_s + ((q + 4) * kTile + t) * 16) =
+          *reinterpret_cast<const uint4*>(stage + ((kRopeChunk + q + 4) * kTile + t) * 16);
     }
+    named_arrive(kBarEmpty + slot, kThreads);
+    slot = slot + 1 == stages ? 0 : slot + 1;
     ABTRACK_PHASE(1);
     fence_async_smem();
-    __syncthreads();
+    named_sync(kBarMath, kMathThreads);
     ABTRACK_PHASE(2);
 
     // S^T for this warpgroup's 16 heads: 32 f16 k-steps over the converted tile, 4 bf16 RoPE
@@ -303,7 +345,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     float sacc[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) sacc[i] = 0.0f;
-    const std::uint64_t rope_desc = at(ring_desc, slot * kStageBytes + kRopeChunk * kTile * 16);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 32; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
@@ -356,12 +397,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(4);
     fence_async_smem();
-    __syncthreads();  // P and alpha complete; both warpgroups are past S^T (the raw slot is free)
+    named_sync(kBarMath, kMathThreads);  // P and alpha complete
     ABTRACK_PHASE(5);
-
-    if (it + stages < n_tiles) issue(it + stages, slot);
-    cp_async_commit();
-    slot = slot + 1 == stages ? 0 : slot + 1;
 
     // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 dims (4 m-blocks x 4 k-steps).
     {
@@ -390,7 +427,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(6);
   }
-  asm volatile("cp.async.wait_all;\n" ::);
 #ifdef ABTRACK_WGMMA_PHASES
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
     for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
@@ -404,7 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   for (int c = 0; c < 4; ++c)
 #pragma unroll
     for (int o = 4; o < 32; o <<= 1) l_part[c] += __shfl_xor_sync(0xffffffffu, l_part[c], o);
-  __syncthreads();  // everyone is done with red_s and the K/V tile
+  named_sync(kBarMath, kMathThreads);  // every math warp is done with red_s and the K/V tile
   if (g == 0) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -422,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
       o_stage[head * kDimV + sigma(pos)] = oacc[mb][i];
     }
-  __syncthreads();
+  named_sync(kBarMath, kMathThreads);
   if (tid < kHeads) {
     const int wgh = tid >> 4, col = tid & 15;
     float l = 0.0f;
@@ -438,8 +474,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] = l > 0.0f ? lse2 : -INFINITY;
     }
   }
-  __syncthreads();
-  for (int k = tid; k < kHeads * (kDimV / 8); k += kThreads) {
+  named_sync(kBarMath, kMathThreads);
+  for (int k = tid; k < kHeads * (kDimV / 8); k += kMathThreads) {
     const int h = k / (kDimV / 8);
     const int col = (k % (kDimV / 8)) * 8;
     if (head0 + h >= p.heads) continue;
