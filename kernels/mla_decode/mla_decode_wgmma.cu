@@ -9,8 +9,8 @@
 //                                                       descriptor), B = P; warpgroup g owns
 //                                                       dims 256g..256g+255 (64 registers)
 //
-// Per tile: 16-byte cp.async gathers into a ring of raw stages laid out [chunk][token][16 B]
-// (the 8 RoPE chunks are then already a K-major core-matrix tile, read by wgmma as they land);
+// Per tile: a producer warp gathers the rows with bulk copies (TMA, 656 bytes each) into a ring
+// of raw stages; the math warps move the RoPE chunks into a K-major core-matrix tile and turn
 // the 512 e4m3 values of each token are turned into f16 once, times their group scale, into one
 // f16 tile in the core-matrix layout, which serves as K for S^T and as V for O^T. f16, not bf16:
 // the bit trick gives e4m3 -> f16 (value * 2^-8) in 5 integer instructions per 4 values and the
@@ -34,20 +34,19 @@ using namespace dev;
 constexpr int kTile = 64;                          // tokens per tile: wgmma's M
 constexpr int kMathThreads = 256;                  // two warpgroups: conversion, wgmma, softmax
 constexpr int kThreads = kMathThreads + 32;        // and one producer warp: the gathers
-constexpr int kStageBytes = kChunks * kTile * 16;  // one raw tile, [41 chunks][64 tokens][16 B]
-constexpr int kRopeChunk = 33;                     // chunks 0..31 e4m3, 32 scales, 33..40 RoPE
+constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
+constexpr int kRopeOffset = 528;                   // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
 constexpr int kKvBytes = kTile * kDimV * 2;        // f16 K/V tile (also the epilogue's O staging)
 constexpr int kQnBytes = kHeads * kDimV * 2;       // f16 Q (512 dims)
 constexpr int kQrBytes = kHeads * (kDimQk - kDimV) * 2;  // bf16 Q RoPE
 constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
 constexpr int kRopeBytes = 8 * kTile * 16;         // the tile's RoPE chunks, copied out of the ring
 
-// Named barriers (0 is __syncthreads): per warpgroup, the math warps, and per ring slot s "full"
-// (the producer arrives once slot s has landed) and "empty" (the math warps arrive once they
-// have read it).
+// Named barriers (0 is __syncthreads): per warpgroup, the math warps, and per ring slot s
+// "empty" (the math warps arrive once they have read it; the producer waits before refilling).
+// A slot's arrival is an mbarrier (the bulk copies complete it).
 constexpr int kBarMath = 3;
-constexpr int kBarFull = 4;   // + slot (stages <= 2)
-constexpr int kBarEmpty = 6;  // + slot
+constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -70,6 +69,29 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 }
 __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// mbarriers: one arrival (the producer's, announcing the bytes to expect) and the bulk copies'
+// transaction bytes complete a phase.
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// One token row (656 bytes) global -> shared by the bulk-copy (TMA) engine, completing on `bar`.
+__device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
+      "l"(src), "n"(kTokenBytes), "r"(smem_addr(bar))
+      : "memory");
 }
 
 // d (64 x 16, f32) += A (64 x 16, K-major) * B (16 x 16, K-major).
@@ -141,13 +163,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
   std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
   std::uint8_t* rope_s = p_s + kPBytes;  // [8 chunks][64 tokens][16 B]: K-major bf16 RoPE
-  std::uint8_t* ring = rope_s + kRopeBytes;  // stages x [41 chunks][64 tokens][16 B]
+  std::uint8_t* ring = rope_s + kRopeBytes;  // stages x [64 tokens][656 B]
   float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
   float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
   float* m_s = alpha_s + kHeads;                                            // [32]
   float* l_s = m_s + kHeads;                                                // [32]
   float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(qinv_s + kHeads);
+  std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -168,40 +191,35 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     const int slot = t_first * kTile + j;
     idx_s[j] = slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
   }
+  if (tid < stages) mbar_init(&full_s[tid]);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
 
-  // The producer warp: gathers of tile i into ring slot i % stages with 16-byte cp.async (lane l
-  // copies chunks l and l + 32 of each row: one instruction moves 512 contiguous bytes); chunk c of
-  // token t lands at (c * 64 + t) * 16; invalid slots are zero-filled (nothing is read). It keeps
-  // `stages` tiles in flight: a slot is refilled as soon as the math warps have converted it,
-  // and announced once its copies have landed.
+  // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
+  // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
+  // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
+  // slot is refilled as soon as the math warps have converted it, so `stages` tiles stay in flight.
   if (warp == kMathThreads / 32) {
-    auto issue = [&](int tile, int slot) {
-      std::uint8_t* dst = ring + slot * kStageBytes + lane * kTile * 16;
-      const int id0 = idx_s[tile * kTile + lane], id1 = idx_s[tile * kTile + 32 + lane];
-#pragma unroll 8
-      for (int t = 0; t < kTile; ++t) {
-        const int id = __shfl_sync(0xffffffffu, t < 32 ? id0 : id1, t & 31);
-        const int bytes = id >= 0 ? 16 : 0;
-        const std::uint8_t* src = p.pool + static_cast<std::size_t>(max(id, 0)) * kTokenBytes + lane * 16;
-        cp_async_16_zfill(dst + t * 16, src, bytes);
-        if (lane < kChunks - 32) cp_async_16_zfill(dst + (32 * kTile + t) * 16, src + 32 * 16, bytes);
-      }
-      cp_async_commit();
-    };
     int slot = 0;
     for (int i = 0; i < n_tiles; ++i) {
       if (i >= stages) named_sync(kBarEmpty + slot, kThreads);  // tile i - stages is converted
-      issue(i, slot);
-      if (i >= stages - 1) {
-        cp_async_wait(stages - 1);  // tile i - stages + 1 has landed
-        named_arrive(kBarFull + (i - stages + 1) % stages, kThreads);
-      }
+      std::uint8_t* dst = ring + slot * kStageBytes;
+      const int id[2] = {idx_s[i * kTile + lane], idx_s[i * kTile + 32 + lane]};
+      const std::uint32_t valid = __popc(__ballot_sync(0xffffffffu, id[0] >= 0)) + __popc(__ballot_sync(0xffffffffu, id[1] >= 0));
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (id[r] < 0)
+          for (int c = 0; c < kChunks; ++c)
+            *reinterpret_cast<uint4*>(dst + (lane + 32 * r) * kTokenBytes + 16 * c) = make_uint4(0, 0, 0, 0);
+      __syncwarp();
+      if (lane == 0) mbar_expect(&full_s[slot], valid * kTokenBytes);
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (id[r] >= 0)
+          bulk_copy_row(dst + (lane + 32 * r) * kTokenBytes, p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes,
+                        &full_s[slot]);
       slot = slot + 1 == stages ? 0 : slot + 1;
-    }
-    for (int i = max(0, n_tiles - stages + 1); i < n_tiles; ++i) {
-      cp_async_wait(n_tiles - 1 - i);
-      named_arrive(kBarFull + i % stages, kThreads);
     }
     return;
   }
@@ -300,9 +318,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
 
   int slot = 0;
+  std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
   ABTRACK_PHASE(7);  // prologue
   for (int it = 0; it < n_tiles; ++it) {
-    named_sync(kBarFull + slot, kThreads);  // tile it has landed; every math warp is past O^T of tile it-1
+    named_sync(kBarMath, kMathThreads);  // every math warp is past O^T of tile it-1
+    mbar_wait(&full_s[slot], parity);     // tile it has landed
     ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
@@ -311,12 +331,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     {
       const int t = tid & 63;
       const int q = tid >> 6;
-      const float* scales = reinterpret_cast<const float*>(stage + (32 * kTile + t) * 16);
+      const std::uint8_t* row_in = stage + t * kTokenBytes;
+      const float* scales = reinterpret_cast<const float*>(row_in + kDimV);
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         const int c = q + 4 * k;
         const __half2 s2 = __float2half2_rn(scales[c >> 3] * 256.0f);
-        const uint4 w = *reinterpret_cast<const uint4*>(stage + (c * kTile + t) * 16);
+        const uint4 w = *reinterpret_cast<const uint4*>(row_in + 16 * c);
         std::uint32_t e0, o0, e1, o1, e2, o2, e3, o3;
         e4m3x4_to_f16(w.x, e0, o0);
         e4m3x4_to_f16(w.y, e1, o1);
@@ -327,14 +348,15 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         *reinterpret_cast<uint4*>(row + 1024) =
             make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
       }
-      // The RoPE chunks (33 + q, 37 + q) move out of the ring, which is refilled before S^T.
-      *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) =
-          *reinterpret_cast<const uint4*>(stage + ((kRopeChunk + q) * kTile + t) * 16);
+      // RoPE chunks q and q + 4 move out of the ring (which is refilled before S^T) into the
+      // K-major core-matrix layout: chunk r of token t at (r * 64 + t) * 16.
+      *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) = *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * q);
       *reinterpret_cast<uint4*>(rope_s + ((q + 4) * kTile + t) * 16) =
-          *reinterpret_cast<const uint4*>(stage + ((kRopeChunk + q + 4) * kTile + t) * 16);
+          *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * (q + 4));
     }
     named_arrive(kBarEmpty + slot, kThreads);
     slot = slot + 1 == stages ? 0 : slot + 1;
+    parity ^= slot == 0 ? 1u : 0u;
     ABTRACK_PHASE(1);
     fence_async_smem();
     named_sync(kBarMath, kMathThreads);

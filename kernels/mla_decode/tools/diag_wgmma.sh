@@ -21,11 +21,13 @@ patch("cuda_runner.cu", "  p.scale_log2 = d.scale_log2;",
       "  p.debug_mode = std::getenv(\"MLA_DEBUG_MODE\") ? std::atoi(std::getenv(\"MLA_DEBUG_MODE\")) : 0;\n"
       "  p.scale_log2 = d.scale_log2;")
 patch("cuda_runner.cu", '#include "mla_decode_kernels.cuh"', '#include "mla_decode_kernels.cuh"\n#include <cstdlib>')
-patch("mla_decode_wgmma.cu", "    auto issue = [&](int tile, int slot) {\n",
-      "    auto issue = [&](int tile, int slot) {\n      if (p.debug_mode == 2 && tile >= stages) { cp_async_commit(); return; }\n")
+patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageBytes;\n",
+      "      std::uint8_t* dst = ring + slot * kStageBytes;\n      if (p.debug_mode == 2 && i >= stages) {\n"
+      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        slot = slot + 1 == stages ? 0 : slot + 1;\n        continue;\n      }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
-      "      named_arrive(kBarEmpty + slot, kThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n      continue;\n    }\n")
+      "      named_arrive(kBarEmpty + slot, kThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n"
+      "      parity ^= slot == 0 ? 1u : 0u;\n      continue;\n    }\n")
 PY
 cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DABTRACK_WGMMA_PHASES >/dev/null &&
   cmake --build "$work/build" -j "$(nproc)" >/dev/null || exit 1
