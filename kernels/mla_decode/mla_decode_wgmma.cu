@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   float* l_s = m_s + kHeads;                                                // [32]
   float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
   std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);  // [2 slots][64] the tile's indices
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -187,6 +187,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int n_tiles = max(0, t_last - t_first);
   const int stages = p.stages;
 
+  for (int j = tid; j < n_tiles * kTile; j += kThreads) {
+    const int slot = t_first * kTile + j;
+    idx_s[j] = slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
+  }
   if (tid < stages) mbar_init(&full_s[tid]);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
@@ -200,15 +204,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int i = 0; i < n_tiles; ++i) {
       if (i >= stages) named_sync(kBarEmpty + slot, kThreads);  // tile i - stages is converted
       std::uint8_t* dst = ring + slot * kStageBytes;
-      // The tile's indices (-1 past topk), read here as the tile is issued and kept beside it in
-      // shared memory for the softmax's masking (stored before the arrival that releases them).
-      int id[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int pos = (t_first + i) * kTile + 32 * r + lane;
-        id[r] = pos < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + pos]) : -1;
-        idx_s[slot * kTile + 32 * r + lane] = id[r];
-      }
+      const int id[2] = {idx_s[i * kTile + lane], idx_s[i * kTile + 32 + lane]};
       const std::uint32_t valid = __popc(__ballot_sync(0xffffffffu, id[0] >= 0)) + __popc(__ballot_sync(0xffffffffu, id[1] >= 0));
 #pragma unroll
       for (int r = 0; r < 2; ++r)
@@ -327,68 +323,55 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   for (int it = 0; it < n_tiles; ++it) {
     named_sync(kBarMath, kMathThreads);  // every math warp is past O^T of tile it-1
     mbar_wait(&full_s[slot], parity);     // tile it has landed
-    // Which of this thread's two S^T rows (tokens 16 wl + g, + 8) are real, read before the slot
-    // (and its indices) is handed back to the producer.
-    const bool v0 = idx_s[slot * kTile + 16 * wl + g] >= 0, v1 = idx_s[slot * kTile + 16 * wl + g + 8] >= 0;
     ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
     // The f16 K/V tile: thread (token tid % 64, q = tid / 64) converts chunks q, q + 4, ..., q + 28
-    // (16 dims each, group c / 8) into the rows of dim blocks 2c and 2c + 1, in two halves (dims
-    // 0..255, then 256..511): S^T's first 16 k-steps and the RoPE steps run on the tensor cores
-    // while the second half is converted.
-    const int t = tid & 63;
-    const int q = tid >> 6;
-    const std::uint8_t* row_in = stage + t * kTokenBytes;
-    const float* scales = reinterpret_cast<const float*>(row_in + kDimV);
-    auto convert = [&](int k) {
-      const int c = q + 4 * k;
-      const __half2 s2 = __float2half2_rn(scales[c >> 3] * 256.0f);
-      const uint4 w = *reinterpret_cast<const uint4*>(row_in + 16 * c);
-      std::uint32_t e0, o0, e1, o1, e2, o2, e3, o3;
-      e4m3x4_to_f16(w.x, e0, o0);
-      e4m3x4_to_f16(w.y, e1, o1);
-      e4m3x4_to_f16(w.z, e2, o2);
-      e4m3x4_to_f16(w.w, e3, o3);
-      std::uint8_t* row = kv_s + ((2 * c) * 8 + t / 8) * 128 + (t % 8) * 16;
-      *reinterpret_cast<uint4*>(row) = make_uint4(hmul2_u32(e0, s2), hmul2_u32(o0, s2), hmul2_u32(e1, s2), hmul2_u32(o1, s2));
-      *reinterpret_cast<uint4*>(row + 1024) =
-          make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
-    };
+    // (16 dims each, group c / 8) into the rows of dim blocks 2c and 2c + 1.
+    {
+      const int t = tid & 63;
+      const int q = tid >> 6;
+      const std::uint8_t* row_in = stage + t * kTokenBytes;
+      const float* scales = reinterpret_cast<const float*>(row_in + kDimV);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) convert(k);
-    // RoPE chunks q and q + 4 move out of the ring (refilled before S^T ends) into the K-major
-    // core-matrix layout: chunk r of token t at (r * 64 + t) * 16.
-    *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) = *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * q);
-    *reinterpret_cast<uint4*>(rope_s + ((q + 4) * kTile + t) * 16) =
-        *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * (q + 4));
-    ABTRACK_PHASE(1);
-    fence_async_smem();
-    named_sync(kBarMath, kMathThreads);
-    ABTRACK_PHASE(2);
-
-    // S^T for this warpgroup's 16 heads: 32 f16 k-steps over the converted tile (the first 16
-    // now), 4 bf16 RoPE k-steps.
-    float sacc[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) sacc[i] = 0.0f;
-    wgmma_fence();
-#pragma unroll
-    for (int r = 0; r < 4; ++r) wgmma_n16_bf16(sacc, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
-    wgmma_commit();
-#pragma unroll
-    for (int k = 4; k < 8; ++k) convert(k);
-    named_arrive(kBarEmpty + slot, kThreads);  // the raw slot is read: the producer refills it
+      for (int k = 0; k < 8; ++k) {
+        const int c = q + 4 * k;
+        const __half2 s2 = __float2half2_rn(scales[c >> 3] * 256.0f);
+        const uint4 w = *reinterpret_cast<const uint4*>(row_in + 16 * c);
+        std::uint32_t e0, o0, e1, o1, e2, o2, e3, o3;
+        e4m3x4_to_f16(w.x, e0, o0);
+        e4m3x4_to_f16(w.y, e1, o1);
+        e4m3x4_to_f16(w.z, e2, o2);
+        e4m3x4_to_f16(w.w, e3, o3);
+        std::uint8_t* row = kv_s + ((2 * c) * 8 + t / 8) * 128 + (t % 8) * 16;
+        *reinterpret_cast<uint4*>(row) = make_uint4(hmul2_u32(e0, s2), hmul2_u32(o0, s2), hmul2_u32(e1, s2), hmul2_u32(o1, s2));
+        *reinterpret_cast<uint4*>(row + 1024) =
+            make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
+      }
+      // RoPE chunks q and q + 4 move out of the ring (which is refilled before S^T) into the
+      // K-major core-matrix layout: chunk r of token t at (r * 64 + t) * 16.
+      *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) = *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * q);
+      *reinterpret_cast<uint4*>(rope_s + ((q + 4) * kTile + t) * 16) =
+          *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * (q + 4));
+    }
+    named_arrive(kBarEmpty + slot, kThreads);
     slot = slot + 1 == stages ? 0 : slot + 1;
     parity ^= slot == 0 ? 1u : 0u;
     ABTRACK_PHASE(1);
     fence_async_smem();
     named_sync(kBarMath, kMathThreads);
     ABTRACK_PHASE(2);
+
+    // S^T for this warpgroup's 16 heads: 32 f16 k-steps over the converted tile, 4 bf16 RoPE
+    // k-steps straight from the raw stage.
+    float sacc[8];
 #pragma unroll
-    for (int kk = 16; kk < 32; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
+    for (int i = 0; i < 8; ++i) sacc[i] = 0.0f;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 32; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
+#pragma unroll
+    for (int r = 0; r < 4; ++r) wgmma_n16_bf16(sacc, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
     wgmma_commit();
     wgmma_wait_all();
     ABTRACK_PHASE(3);
@@ -398,7 +381,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // reduced over g by shuffles and over the 4 warps in shared memory. l is kept per thread
     // and reduced once, in the epilogue.
     {
+      const std::int32_t* tile_idx = idx_s + it * kTile;
       const int r0 = 16 * wl + g;
+      const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
       float x[8], cmax[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
