@@ -94,32 +94,26 @@ __device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::u
       : "memory");
 }
 
-// d (64 x 16, f32) += A (64 x 16, K-major) * B (16 x 16, K-major).
-#define ABTRACK_WGMMA_N16(TYPE)                                                                      \
-  asm volatile(                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                    \
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE                                   \
-      " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"                                      \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) \
-      : "l"(a), "l"(b))
-__device__ __forceinline__ void wgmma_n16_f16(float (&d)[8], std::uint64_t a, std::uint64_t b) {
-  ABTRACK_WGMMA_N16("f16");
+// d (64 x 32, f32) += A (64 x 16) * B (16 x 32, K-major): A K-major (kTransA 0) or M-major (1).
+#define ABTRACK_WGMMA_N32(TYPE, TRANS_A)                                                                    \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                  \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, " TRANS_A     \
+               ", 0;\n}\n"                                                                                 \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),           \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),        \
+                 "+f"(d[14]), "+f"(d[15])                                                                   \
+               : "l"(a), "l"(b))
+__device__ __forceinline__ void wgmma_n32_f16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
+  ABTRACK_WGMMA_N32("f16", "0");
 }
-__device__ __forceinline__ void wgmma_n16_bf16(float (&d)[8], std::uint64_t a, std::uint64_t b) {
-  ABTRACK_WGMMA_N16("bf16");
+__device__ __forceinline__ void wgmma_n32_bf16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
+  ABTRACK_WGMMA_N32("bf16", "0");
 }
-#undef ABTRACK_WGMMA_N16
-
-// d (64 x 32, f32) += A (64 x 16, M-major: the transposed V tile) * B (16 x 32, K-major), f16.
 __device__ __forceinline__ void wgmma_n32_ta_f16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b));
+  ABTRACK_WGMMA_N32("f16", "1");
 }
+#undef ABTRACK_WGMMA_N32
 
 // The f16 tiles keep each group of 4 dims as (d0, d2, d1, d3): the order the bit trick produces
 // them in. sigma maps a stored position to its dim (and back: it swaps bits 0 and 1).
@@ -163,7 +157,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
   std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
   std::uint8_t* rope_s = p_s + kPBytes;  // [8 chunks][64 tokens][16 B]: K-major bf16 RoPE
-  std::uint8_t* ring = rope_s + kRopeBytes;  // stages x [64 tokens][656 B]
+  float* xchg_s = reinterpret_cast<float*>(rope_s + kRopeBytes);  // [2 wg][8][128] S^T partials
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
   float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
   float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
   float* m_s = alpha_s + kHeads;                                            // [32]
@@ -187,9 +182,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int n_tiles = max(0, t_last - t_first);
   const int stages = p.stages;
 
-  for (int j = tid; j < n_tiles * kTile; j += kThreads) {
-    const int slot = t_first * kTile + j;
-    idx_s[j] = slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
+  // The split's indices (-1 past topk), four loads in flight per thread.
+  for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kThreads) {
+    int v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int j = j0 + u * kThreads, slot = t_first * kTile + j;
+      v[u] = j < n_tiles * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (j0 + u * kThreads < n_tiles * kTile) idx_s[j0 + u * kThreads] = v[u];
   }
   if (tid < stages) mbar_init(&full_s[tid]);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -305,15 +308,16 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
   for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
 
-  // The operands' descriptors (no swizzling; leading, stride byte offsets): S^T's A = the f16
-  // tile K-major (next 8 dims 1024 B, next 8 tokens 128 B), B = Q K-major (512, 128 per head
-  // block; this warpgroup's 16 heads); RoPE A in the raw stage (next chunk 1024, next 8 tokens
-  // 128); O^T's A = the f16 tile M-major (next 8 tokens 128, next 8 dims 1024; this warpgroup's
-  // 256 dims), B = P K-major (next 8 tokens 512, next 8 heads 128).
-  const std::uint64_t k_desc = smem_desc(kv_s, 1024, 128);
-  const std::uint64_t q_desc = smem_desc(qn_s + wg * 256, 512, 128);
-  const std::uint64_t qr_desc = smem_desc(qr_s + wg * 256, 512, 128);
-  const std::uint64_t rope_desc = smem_desc(rope_s, 1024, 128);
+  // The operands' descriptors (no swizzling; leading, stride byte offsets), each at this
+  // warpgroup's share: S^T's A = the f16 tile K-major (next 8 dims 1024 B, next 8 tokens 128 B;
+  // dims 256 wg ..), B = Q K-major (next 8 dims 512, next 8 heads 128); RoPE A = the tile's RoPE
+  // (next chunk 1024, next 8 tokens 128; chunks 4 wg ..) and Q's; O^T's A = the f16 tile M-major
+  // (next 8 tokens 128, next 8 dims 1024; dims 256 wg ..), B = P K-major (next 8 tokens 512,
+  // next 8 heads 128).
+  const std::uint64_t k_desc = smem_desc(kv_s + wg * 16 * 2048, 1024, 128);
+  const std::uint64_t q_desc = smem_desc(qn_s + wg * 16 * 1024, 512, 128);
+  const std::uint64_t qr_desc = smem_desc(qr_s + wg * 2 * 1024, 512, 128);
+  const std::uint64_t rope_desc = smem_desc(rope_s + wg * 2 * 2048, 1024, 128);
   const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
 
@@ -362,18 +366,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     named_sync(kBarMath, kMathThreads);
     ABTRACK_PHASE(2);
 
-    // S^T for this warpgroup's 16 heads: 32 f16 k-steps over the converted tile, 4 bf16 RoPE
-    // k-steps straight from the raw stage.
-    float sacc[8];
+    // S^T split over k between the warpgroups, all 32 heads each (every operand byte is read
+    // from shared memory once: split over heads, both read all of K): warpgroup w the f16
+    // k-steps 16 w .. 16 w + 15 and the bf16 RoPE steps 2 w, 2 w + 1 (the same instruction
+    // stream for both: a branch around wgmma serializes it). Each then keeps its 16
+    // heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's partial for them, swapped
+    // through shared memory in accumulator order (the same thread of the other warpgroup holds
+    // the same rows and columns).
+    float sfull[16];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) sacc[i] = 0.0f;
+    for (int i = 0; i < 16; ++i) sfull[i] = 0.0f;
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 32; ++kk) wgmma_n16_f16(sacc, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
+    for (int kk = 0; kk < 16; ++kk) wgmma_n32_f16(sfull, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
 #pragma unroll
-    for (int r = 0; r < 4; ++r) wgmma_n16_bf16(sacc, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
+    for (int r = 0; r < 2; ++r) wgmma_n32_bf16(sfull, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
     wgmma_commit();
     wgmma_wait_all();
+    const int wt = tid & 127;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) xchg_s[(wg * 8 + i) * 128 + wt] = wg ? sfull[i] : sfull[8 + i];
+    named_sync(kBarMath, kMathThreads);
+    float sacc[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sacc[i] = (wg ? sfull[8 + i] : sfull[i]) + xchg_s[((1 - wg) * 8 + i) * 128 + wt];
     ABTRACK_PHASE(3);
 
     // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
