@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   float* l_s = m_s + kHeads;                                                // [32]
   float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
   std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);  // [2 slots][64] the tiles' indices
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -182,6 +182,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int n_tiles = max(0, t_last - t_first);
   const int stages = p.stages;
 
+  // The split's indices (-1 past topk), four loads in flight per thread.
+  for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kThreads) {
+    int v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int j = j0 + u * kThreads, slot = t_first * kTile + j;
+      v[u] = j < n_tiles * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (j0 + u * kThreads < n_tiles * kTile) idx_s[j0 + u * kThreads] = v[u];
+  }
   if (tid < stages) mbar_init(&full_s[tid]);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
@@ -191,25 +203,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
   // slot is refilled as soon as the math warps have converted it, so `stages` tiles stay in flight.
   if (warp == kMathThreads / 32) {
-    // A tile's indices (-1 past topk) are loaded one tile ahead and stored beside its slot for
-    // the softmax's masking (before the arrival that releases the slot's contents).
-    auto load_ids = [&](int i, int (&id)[2]) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int pos = (t_first + i) * kTile + 32 * r + lane;
-        id[r] = i < n_tiles && pos < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + pos]) : -1;
-      }
-    };
-    int next[2];
-    load_ids(0, next);
     int slot = 0;
     for (int i = 0; i < n_tiles; ++i) {
-      const int id[2] = {next[0], next[1]};
-      load_ids(i + 1, next);
       if (i >= stages) named_sync(kBarEmpty + slot, kThreads);  // tile i - stages is converted
       std::uint8_t* dst = ring + slot * kStageBytes;
-      idx_s[slot * kTile + lane] = id[0];
-      idx_s[slot * kTile + 32 + lane] = id[1];
+      const int id[2] = {idx_s[i * kTile + lane], idx_s[i * kTile + 32 + lane]};
       const std::uint32_t valid = __popc(__ballot_sync(0xffffffffu, id[0] >= 0)) + __popc(__ballot_sync(0xffffffffu, id[1] >= 0));
 #pragma unroll
       for (int r = 0; r < 2; ++r)
@@ -329,9 +327,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   for (int it = 0; it < n_tiles; ++it) {
     named_sync(kBarMath, kMathThreads);  // every math warp is past O^T of tile it-1
     mbar_wait(&full_s[slot], parity);     // tile it has landed
-    // Which of this thread's two S^T rows (tokens 16 wl + g, + 8) are real, read before the slot
-    // (and its indices) is handed back to the producer.
-    const bool v0 = idx_s[slot * kTile + 16 * wl + g] >= 0, v1 = idx_s[slot * kTile + 16 * wl + g + 8] >= 0;
     ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
@@ -402,7 +397,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // reduced over g by shuffles and over the 4 warps in shared memory. l is kept per thread
     // and reduced once, in the epilogue.
     {
+      const std::int32_t* tile_idx = idx_s + it * kTile;
       const int r0 = 16 * wl + g;
+      const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
       float x[8], cmax[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
