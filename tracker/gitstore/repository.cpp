@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,31 +20,8 @@
 #include "util/lock.hpp"
 #include "util/trace.hpp"
 
-// libgit2 1.5 with the mbedTLS backend (Debian's) parses the whole system CA bundle in
-// git_libgit2_init (git_mbedtls_stream_global_init -> git_mbedtls__set_cert_location ->
-// mbedtls_x509_crt_parse_file): ~55 million instructions, ~5 ms, 70% of a whole step. abtrack
-// never fetches or pushes, so it needs no certificate. When libgit2 is linked statically,
-// cmake/abtrack_link.cmake links with --wrap for these two functions, which sends libgit2's calls
-// here: they load nothing and report success, so libgit2 initialises with an empty CA chain.
-// Should anything ever open a TLS connection through this libgit2, verification would fail
-// against the empty chain (never succeed without checking). They live in this file because it
-// is always linked whenever libgit2 is (a separate archive member could be skipped).
-namespace {
-std::atomic<int> g_ca_loads_skipped{0};
-}  // namespace
-extern "C" int __wrap_mbedtls_x509_crt_parse_file(void* /*chain*/, const char* /*path*/) {
-  g_ca_loads_skipped.fetch_add(1, std::memory_order_relaxed);
-  return 0;
-}
-extern "C" int __wrap_mbedtls_x509_crt_parse_path(void* /*chain*/, const char* /*path*/) {
-  g_ca_loads_skipped.fetch_add(1, std::memory_order_relaxed);
-  return 0;
-}
-
 namespace abtrack::gitstore {
 namespace fs = std::filesystem;
-
-int ca_certificate_loads_skipped() { return g_ca_loads_skipped.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -101,6 +77,7 @@ void ensure_init() {
   // libgit2's global and thread-local state (its error buffers), so LeakSanitizer stays quiet.
   struct Library {
     Library() {
+      libgit2_overrides_linked();
       git_libgit2_init();
       // What keeps a step flat as runs/<experiment>/ grows to thousands of records:
       // - libgit2 re-hashes every object it reads to check its id; git itself does not (the

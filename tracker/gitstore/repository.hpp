@@ -165,6 +165,9 @@ class Repository {
 // 1 once a Repository was opened, when libgit2 is linked statically with the wrappers; else 0.
 int ca_certificate_loads_skipped();
 
+// Defined next to the link-time overrides; called so that the linker takes them (see there).
+void libgit2_overrides_linked();
+
 // Frees a tree (nullptr is fine).
 void free_tree(git_tree* tree);
 
