@@ -2,10 +2,13 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
 
 #include "gitstore/repository.hpp"
 #include "util/files.hpp"
@@ -40,9 +43,13 @@ TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
 #ifdef ABTRACK_STATIC_DEPS
     // Linked statically with the wrappers: libgit2's one request for the CA bundle got nothing.
     CHECK(gitstore::ca_certificate_loads_skipped() == 1);
+    // ... and its random generator was not seeded: that waits for a first draw, which no commit makes.
+    CHECK(gitstore::deferred_rng_seeding().deferred >= 1);
 #else
     CHECK(gitstore::ca_certificate_loads_skipped() == 0);
+    CHECK(gitstore::deferred_rng_seeding().deferred == 0);
 #endif
+    const int seeded_before = gitstore::deferred_rng_seeding().performed;
     auto done = repo.commit([](const gitstore::TreeView& tip) {
       CHECK_FALSE(tip.commit().has_value());  // an unborn branch
       gitstore::Change c;
@@ -55,6 +62,40 @@ TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
     CHECK(repo.with_head([](const gitstore::TreeView& t) { return t.read("runs/x/0001.json"); }) == std::string("{}\n"));
     CHECK(util::read_file(dir / "runs/x/0001.json") == "{}\n");
     CHECK(repo.status({"runs/"}).empty());
+    CHECK(gitstore::deferred_rng_seeding().performed == seeded_before);
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("mbedTLS's random generator, seeded on first use, draws like one seeded at once") {
+  // The calls libgit2's TLS set-up makes (through the wrappers when linked statically): the
+  // seed is deferred, the first draw performs it, and the output is random.
+  mbedtls_entropy_context entropy;
+  mbedtls_ctr_drbg_context drbg;
+  mbedtls_entropy_init(&entropy);
+  mbedtls_ctr_drbg_init(&drbg);
+  const auto before = gitstore::deferred_rng_seeding();
+  const unsigned char personal[] = "abtrack unit test";
+  REQUIRE(mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &entropy, personal, sizeof personal) == 0);
+#ifdef ABTRACK_STATIC_DEPS
+  CHECK(gitstore::deferred_rng_seeding().deferred == before.deferred + 1);
+  CHECK(gitstore::deferred_rng_seeding().performed == before.performed);
+#endif
+  unsigned char a[32] = {}, b[32] = {}, zero[32] = {};
+  REQUIRE(mbedtls_ctr_drbg_random(&drbg, a, sizeof a) == 0);
+  REQUIRE(mbedtls_ctr_drbg_random(&drbg, b, sizeof b) == 0);
+#ifdef ABTRACK_STATIC_DEPS
+  CHECK(gitstore::deferred_rng_seeding().performed == before.performed + 1);
+#endif
+  CHECK(std::memcmp(a, zero, sizeof a) != 0);
+  CHECK(std::memcmp(a, b, sizeof a) != 0);
+  mbedtls_ctr_drbg_free(&drbg);
+  mbedtls_entropy_free(&entropy);
+
+  // A context freed before any draw: nothing was gathered, nothing leaks, nothing crashes.
+  mbedtls_entropy_init(&entropy);
+  mbedtls_ctr_drbg_init(&drbg);
+  REQUIRE(mbedtls_ctr_drbg_seed(&drbg, mbedtls_entropy_func, &entropy, nullptr, 0) == 0);
+  mbedtls_ctr_drbg_free(&drbg);
+  mbedtls_entropy_free(&entropy);
 }

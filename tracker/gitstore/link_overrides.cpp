@@ -12,6 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+
+#ifdef ABTRACK_GIT2_STATIC
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#endif
 
 #include "gitstore/repository.hpp"
 
@@ -122,9 +128,181 @@ OM_uint32 gss_release_oid_set(OM_uint32* minor, gss_OID_set_desc** set) {
 }  // extern "C"
 #endif  // ABTRACK_GIT2_STATIC
 
+#ifdef ABTRACK_GIT2_STATIC
+// mbedTLS's random generator, seeded on first use rather than at git_libgit2_init.
+// git_mbedtls_stream_global_init (libgit2 1.5, streams/mbedtls.c; read here from Debian's
+// libgit2.a with objdump, the source is not installed) builds the TLS configuration once per
+// process: mbedtls_entropy_init (which, with Debian's MBEDTLS_HAVEGE_C, runs HAVEGE's
+// timing-loop fill), mbedtls_ctr_drbg_init, then mbedtls_ctr_drbg_seed(drbg,
+// mbedtls_entropy_func, entropy, NULL, 0) (which gathers entropy: getrandom, HAVEGE again, the
+// cycle counter), failing the whole libgit2 initialisation if the seed fails; it then hands
+// mbedtls_ctr_drbg_random and the DRBG to mbedtls_ssl_conf_rng, and a TLS stream draws from it
+// during its handshake. ~0.2 ms of every abtrack start, for a generator abtrack never draws from.
+//
+// The wrappers defer that work to the first draw; they change when it happens, not what it is:
+// - mbedtls_entropy_init: zeroes the context (no source registered yet) and remembers it;
+//   mbedtls_entropy_func (the only way the linked code gathers from it) initialises it for real
+//   first. mbedtls_entropy_free of a context never initialised frees nothing.
+// - mbedtls_ctr_drbg_seed: remembers the arguments (personalisation string copied) and reports
+//   success; mbedtls_ctr_drbg_random (the only way the linked code draws: libgit2's TLS
+//   configuration and PSA crypto) performs the real seed first, under a lock, and on failure
+//   returns the seed's error, so a TLS handshake fails cleanly (no output from an unseeded
+//   generator, ever). mbedtls_ctr_drbg_init and _free forget a deferred seed of that context.
+// These are every ctr_drbg and entropy function the linked code calls from outside mbedTLS's
+// own ctr_drbg.c and entropy.c (`nm -u` of libgit2.a and of libmbedcrypto.a: libgit2's
+// mbedtls.c and psa_crypto*.c); calls inside those two files are not redirected, as intended.
+extern "C" {
+int __real_mbedtls_ctr_drbg_seed(mbedtls_ctr_drbg_context*, int (*)(void*, unsigned char*, size_t), void*,
+                                 const unsigned char*, size_t);
+int __real_mbedtls_ctr_drbg_random(void*, unsigned char*, size_t);
+void __real_mbedtls_ctr_drbg_init(mbedtls_ctr_drbg_context*);
+void __real_mbedtls_ctr_drbg_free(mbedtls_ctr_drbg_context*);
+void __real_mbedtls_entropy_init(mbedtls_entropy_context*);
+void __real_mbedtls_entropy_free(mbedtls_entropy_context*);
+int __real_mbedtls_entropy_func(void*, unsigned char*, size_t);
+}
+
+namespace {
+struct PendingSeed {
+  mbedtls_ctr_drbg_context* drbg = nullptr;
+  int (*f_entropy)(void*, unsigned char*, size_t) = nullptr;
+  void* p_entropy = nullptr;
+  unsigned char custom[MBEDTLS_CTR_DRBG_MAX_SEED_INPUT] = {};
+  size_t custom_len = 0;
+};
+// A few slots: libgit2 seeds one generator per process (PSA crypto one more, if it were used).
+// When all are taken, a seed is performed at once, as without the wrappers.
+constexpr int kSlots = 4;
+// Recursive: the real seed, run under it, calls the (wrapped) entropy function, which takes it.
+std::recursive_mutex g_rng_mutex;
+PendingSeed g_pending_seeds[kSlots];
+mbedtls_entropy_context* g_pending_entropy[kSlots] = {};
+std::atomic<int> g_pending_count{0};  // seeds and entropy contexts still deferred
+std::atomic<int> g_seeds_deferred{0};
+std::atomic<int> g_seeds_performed{0};
+
+PendingSeed* find_seed(const void* drbg) {
+  for (auto& s : g_pending_seeds)
+    if (drbg && s.drbg == drbg) return &s;
+  return nullptr;
+}
+mbedtls_entropy_context** find_entropy(const void* ctx) {
+  for (auto& e : g_pending_entropy)
+    if (ctx && e == ctx) return &e;
+  return nullptr;
+}
+void forget_seed(const void* drbg) {
+  if (PendingSeed* s = find_seed(drbg)) {
+    *s = PendingSeed{};
+    g_pending_count.fetch_sub(1);
+  }
+}
+// Caller holds g_rng_mutex.
+void init_entropy_if_deferred(const void* ctx) {
+  if (auto** e = find_entropy(ctx)) {
+    mbedtls_entropy_context* c = *e;
+    *e = nullptr;
+    g_pending_count.fetch_sub(1);
+    __real_mbedtls_entropy_init(c);
+  }
+}
+}  // namespace
+
+extern "C" {
+void __wrap_mbedtls_entropy_init(mbedtls_entropy_context* ctx) {
+  std::lock_guard lock(g_rng_mutex);
+  std::memset(static_cast<void*>(ctx), 0, sizeof *ctx);
+  if (find_entropy(ctx)) return;  // the same memory again, still deferred
+  for (auto& e : g_pending_entropy)
+    if (!e) {
+      e = ctx;
+      g_pending_count.fetch_add(1);
+      return;
+    }
+  __real_mbedtls_entropy_init(ctx);
+}
+void __wrap_mbedtls_entropy_free(mbedtls_entropy_context* ctx) {
+  {
+    std::lock_guard lock(g_rng_mutex);
+    if (auto** e = find_entropy(ctx)) {  // never initialised: nothing to free
+      *e = nullptr;
+      g_pending_count.fetch_sub(1);
+      return;
+    }
+  }
+  __real_mbedtls_entropy_free(ctx);
+}
+int __wrap_mbedtls_entropy_func(void* ctx, unsigned char* output, size_t len) {
+  if (g_pending_count.load() > 0) {
+    std::lock_guard lock(g_rng_mutex);
+    init_entropy_if_deferred(ctx);
+  }
+  return __real_mbedtls_entropy_func(ctx, output, len);
+}
+void __wrap_mbedtls_ctr_drbg_init(mbedtls_ctr_drbg_context* ctx) {
+  {
+    std::lock_guard lock(g_rng_mutex);
+    forget_seed(ctx);
+  }
+  __real_mbedtls_ctr_drbg_init(ctx);
+}
+int __wrap_mbedtls_ctr_drbg_seed(mbedtls_ctr_drbg_context* ctx, int (*f_entropy)(void*, unsigned char*, size_t),
+                                 void* p_entropy, const unsigned char* custom, size_t len) {
+  {
+    std::lock_guard lock(g_rng_mutex);
+    forget_seed(ctx);  // a second seed of the same context replaces the first
+    if (ctx && f_entropy && len <= sizeof PendingSeed::custom && (custom || len == 0))
+      for (auto& s : g_pending_seeds)
+        if (!s.drbg) {
+          s.drbg = ctx;
+          s.f_entropy = f_entropy;
+          s.p_entropy = p_entropy;
+          if (len) std::memcpy(s.custom, custom, len);
+          s.custom_len = len;
+          g_pending_count.fetch_add(1);
+          g_seeds_deferred.fetch_add(1);
+          return 0;
+        }
+  }
+  return __real_mbedtls_ctr_drbg_seed(ctx, f_entropy, p_entropy, custom, len);
+}
+int __wrap_mbedtls_ctr_drbg_random(void* p_rng, unsigned char* output, size_t output_len) {
+  if (g_pending_count.load() > 0) {
+    std::lock_guard lock(g_rng_mutex);
+    if (PendingSeed* s = find_seed(p_rng)) {
+      // The seed calls the entropy source, which initialises a deferred entropy context itself
+      // when it is (the wrapped) mbedtls_entropy_func; done here as well for any other source.
+      init_entropy_if_deferred(s->p_entropy);
+      int rc = __real_mbedtls_ctr_drbg_seed(s->drbg, s->f_entropy, s->p_entropy, s->custom_len ? s->custom : nullptr,
+                                            s->custom_len);
+      if (rc != 0) return rc;  // still deferred: no draw is ever made from an unseeded generator
+      forget_seed(p_rng);
+      g_seeds_performed.fetch_add(1);
+    }
+  }
+  return __real_mbedtls_ctr_drbg_random(p_rng, output, output_len);
+}
+void __wrap_mbedtls_ctr_drbg_free(mbedtls_ctr_drbg_context* ctx) {
+  {
+    std::lock_guard lock(g_rng_mutex);
+    forget_seed(ctx);
+  }
+  __real_mbedtls_ctr_drbg_free(ctx);
+}
+}  // extern "C"
+#endif  // ABTRACK_GIT2_STATIC
+
 namespace abtrack::gitstore {
 
 int ca_certificate_loads_skipped() { return g_ca_loads_skipped.load(std::memory_order_relaxed); }
+
+DeferredSeeding deferred_rng_seeding() {
+#ifdef ABTRACK_GIT2_STATIC
+  return {g_seeds_deferred.load(), g_seeds_performed.load()};
+#else
+  return {0, 0};
+#endif
+}
 
 void libgit2_overrides_linked() {}
 
