@@ -40,11 +40,13 @@ if(ABTRACK_STATIC_DEPS)
   target_compile_definitions(abtrack_git2 INTERFACE ABTRACK_GIT2_STATIC)
   # abtrack never talks to a network, so the CA bundle libgit2 parses at git_libgit2_init
   # (~5 ms: mbedTLS decodes every certificate) is dead weight, and so is seeding mbedTLS's random
-  # generator there (~0.2 ms): gitstore/link_overrides.cpp supplies the wrappers that load no
-  # certificate and seed on first use (see the comments there).
+  # generator there (~0.2 ms) and libssh2's start-up, which loads every OpenSSL engine (~0.25 ms):
+  # gitstore/link_overrides.cpp supplies the wrappers that load no certificate, seed on first use
+  # and leave libssh2 to initialise itself when a session is made (see the comments there).
   set(_abtrack_wrapped mbedtls_x509_crt_parse_file mbedtls_x509_crt_parse_path
       mbedtls_entropy_init mbedtls_entropy_free mbedtls_entropy_func
-      mbedtls_ctr_drbg_init mbedtls_ctr_drbg_seed mbedtls_ctr_drbg_random mbedtls_ctr_drbg_free)
+      mbedtls_ctr_drbg_init mbedtls_ctr_drbg_seed mbedtls_ctr_drbg_random mbedtls_ctr_drbg_free
+      libssh2_init)
   list(TRANSFORM _abtrack_wrapped PREPEND "-Wl,--wrap=")
   target_link_options(abtrack_git2 INTERFACE ${_abtrack_wrapped})
   target_link_libraries(abtrack_yaml INTERFACE ${ABTRACK_ARCHIVE_yaml-cpp})

@@ -7,6 +7,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <libssh2.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 
@@ -45,7 +46,10 @@ TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
     CHECK(gitstore::ca_certificate_loads_skipped() == 1);
     // ... and its random generator was not seeded: that waits for a first draw, which no commit makes.
     CHECK(gitstore::deferred_rng_seeding().deferred >= 1);
+    // ... and libssh2 was left to initialise itself should an SSH session ever be made.
+    CHECK(gitstore::libssh2_inits_deferred() == 1);
 #else
+    CHECK(gitstore::libssh2_inits_deferred() == 0);
     CHECK(gitstore::ca_certificate_loads_skipped() == 0);
     CHECK(gitstore::deferred_rng_seeding().deferred == 0);
 #endif
@@ -66,6 +70,20 @@ TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
   }
   fs::remove_all(dir);
 }
+
+#ifdef ABTRACK_STATIC_DEPS
+TEST_CASE("libssh2, not initialised by libgit2, initialises itself when a session is made") {
+  fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-ssh-{}", std::random_device{}());
+  fs::create_directories(dir);
+  REQUIRE(std::system(("git init -q '" + dir.string() + "'").c_str()) == 0);
+  gitstore::Repository::discover(dir);  // libgit2 initialised: libssh2 was not
+  fs::remove_all(dir);
+  CHECK(gitstore::libssh2_inits_deferred() == 1);
+  LIBSSH2_SESSION* session = libssh2_session_init();
+  REQUIRE(session != nullptr);
+  CHECK(libssh2_session_free(session) == 0);
+}
+#endif
 
 TEST_CASE("mbedTLS's random generator, seeded on first use, draws like one seeded at once") {
   // The calls libgit2's TLS set-up makes (through the wrappers when linked statically): the

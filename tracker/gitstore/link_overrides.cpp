@@ -31,6 +31,7 @@
 // against the empty chain (never succeed without checking).
 namespace {
 std::atomic<int> g_ca_loads_skipped{0};
+std::atomic<int> g_ssh_inits_deferred{0};
 }  // namespace
 extern "C" int __wrap_mbedtls_x509_crt_parse_file(void* /*chain*/, const char* /*path*/) {
   g_ca_loads_skipped.fetch_add(1, std::memory_order_relaxed);
@@ -292,6 +293,22 @@ void __wrap_mbedtls_ctr_drbg_free(mbedtls_ctr_drbg_context* ctx) {
 }  // extern "C"
 #endif  // ABTRACK_GIT2_STATIC
 
+#ifdef ABTRACK_GIT2_STATIC
+// libssh2, initialised on first use rather than at git_libgit2_init. libgit2's
+// git_transport_ssh_global_init calls libssh2_init(0), whose OpenSSL back end then loads and
+// registers every built-in OpenSSL engine (ENGINE_load_builtin_engines,
+// ENGINE_register_all_complete): ~0.96 M instructions, a quarter of an `abtrack status`, for SSH
+// transports abtrack never opens. The wrapper does nothing and reports success. libssh2 itself
+// initialises when a session is first made (libssh2_session_init_ex and its OpenSSL key code
+// call _libssh2_init_if_needed, inside libssh2's archive, which this does not redirect; read from
+// Debian's libssh2.a 1.10 with objdump), and libgit2's libssh2_exit at shutdown returns at once
+// when libssh2 was never initialised, or undoes that lazy initialisation as it undid this one.
+extern "C" int __wrap_libssh2_init(int /*flags*/) {
+  g_ssh_inits_deferred.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+#endif  // ABTRACK_GIT2_STATIC
+
 namespace abtrack::gitstore {
 
 int ca_certificate_loads_skipped() { return g_ca_loads_skipped.load(std::memory_order_relaxed); }
@@ -303,6 +320,8 @@ DeferredSeeding deferred_rng_seeding() {
   return {0, 0};
 #endif
 }
+
+int libssh2_inits_deferred() { return g_ssh_inits_deferred.load(std::memory_order_relaxed); }
 
 void libgit2_overrides_linked() {}
 

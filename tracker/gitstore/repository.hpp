@@ -174,6 +174,11 @@ struct DeferredSeeding {
 };
 DeferredSeeding deferred_rng_seeding();
 
+// How many times libgit2 initialised libssh2 and was given a no-op (libssh2 initialises itself
+// when a session is made; see link_overrides.cpp): 1 once a Repository was opened, when libgit2
+// is linked statically with the wrappers; else 0.
+int libssh2_inits_deferred();
+
 // Defined next to the link-time overrides; called so that the linker takes them (see there).
 void libgit2_overrides_linked();
 
