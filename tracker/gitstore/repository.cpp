@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <git2.h>
+#include <git2/sys/repository.h>
 
 #include "util/error.hpp"
 #include "util/files.hpp"
@@ -128,6 +129,20 @@ std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v && *v) return std::string(v);
   return std::nullopt;
+}
+
+// libgit2 re-reads the status of every configuration file (.git/config, ~/.gitconfig,
+// /etc/gitconfig, ...) at each lookup through a repository's live configuration: each
+// configuration variable it consults the first time (core.autocrlf, core.ignorecase,
+// core.protectNTFS, ... ~15 in a step) and each snapshot it takes (diff, attributes, the reflog's
+// signature) stat()s them all, ~60 stat calls a step. The repository is given one snapshot,
+// taken when it is opened, as its configuration instead: libgit2 then reads it from memory. A
+// command sees the configuration as it was when it started (abtrack writes none); if the
+// snapshot cannot be taken, the live configuration stays.
+void freeze_config(git_repository* repo) {
+  Config snapshot;
+  if (git_repository_config_snapshot(snapshot.out(), repo) == 0) git_repository_set_config(repo, snapshot.get());
+  git_error_clear();
 }
 
 std::optional<std::string> config_string(git_repository* repo, const char* key) {
@@ -291,6 +306,7 @@ Repository Repository::discover(const fs::path& start) {
     git_repository_free(repo);
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
+  freeze_config(repo);
   // A split index (git update-index --split-index, core.splitIndex) has the mandatory 'link'
   // extension, which libgit2 1.5 cannot read: say so now, not as a status error later.
   git_index* index = nullptr;
@@ -423,6 +439,7 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   // written.
   Repo second;
   check_git(git_repository_open(second.out(), git_repository_path(m_repo)), "opening the repository for a snapshot");
+  freeze_config(second.get());
   check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
   Index index;
   check_git(git_repository_index(index.out(), second.get()), "reading the index for a snapshot");
