@@ -4,7 +4,7 @@
 # libhttp-parser-dev, libyaml-cpp-dev), libgit2, its dependencies and yaml-cpp are linked
 # statically, fmt is used header-only and libstdc++/libgcc are linked statically (not under the
 # sanitizers): what stays shared is libc and libm. libgit2's Kerberos (GSSAPI) chain, which Debian
-# ships without archives (7 more shared objects, ~0.5 ms of every start), is not linked: its only
+# ships without archives (7 more shared objects, ~0.4 ms of every start), is not linked: its only
 # user in libgit2 is HTTP Negotiate authentication, which abtrack (no network) never reaches, and
 # tracker/gitstore/link_overrides.cpp defines the gss_* symbols libgit2 references, failing
 # cleanly. Without the archives abtrack links the shared libraries (GSSAPI included) and
