@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,37 +14,15 @@
 
 #include <fmt/format.h>
 #include <git2.h>
+#include <git2/sys/repository.h>
 
 #include "util/error.hpp"
 #include "util/files.hpp"
 #include "util/lock.hpp"
 #include "util/trace.hpp"
 
-// libgit2 1.5 with the mbedTLS backend (Debian's) parses the whole system CA bundle in
-// git_libgit2_init (git_mbedtls_stream_global_init -> git_mbedtls__set_cert_location ->
-// mbedtls_x509_crt_parse_file): ~55 million instructions, ~5 ms, 70% of a whole step. abtrack
-// never fetches or pushes, so it needs no certificate. When libgit2 is linked statically,
-// cmake/abtrack_link.cmake links with --wrap for these two functions, which sends libgit2's calls
-// here: they load nothing and report success, so libgit2 initialises with an empty CA chain.
-// Should anything ever open a TLS connection through this libgit2, verification would fail
-// against the empty chain (never succeed without checking). They live in this file because it
-// is always linked whenever libgit2 is (a separate archive member could be skipped).
-namespace {
-std::atomic<int> g_ca_loads_skipped{0};
-}  // namespace
-extern "C" int __wrap_mbedtls_x509_crt_parse_file(void* /*chain*/, const char* /*path*/) {
-  g_ca_loads_skipped.fetch_add(1, std::memory_order_relaxed);
-  return 0;
-}
-extern "C" int __wrap_mbedtls_x509_crt_parse_path(void* /*chain*/, const char* /*path*/) {
-  g_ca_loads_skipped.fetch_add(1, std::memory_order_relaxed);
-  return 0;
-}
-
 namespace abtrack::gitstore {
 namespace fs = std::filesystem;
-
-int ca_certificate_loads_skipped() { return g_ca_loads_skipped.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -101,6 +78,7 @@ void ensure_init() {
   // libgit2's global and thread-local state (its error buffers), so LeakSanitizer stays quiet.
   struct Library {
     Library() {
+      libgit2_overrides_linked();
       git_libgit2_init();
       // What keeps a step flat as runs/<experiment>/ grows to thousands of records:
       // - libgit2 re-hashes every object it reads to check its id; git itself does not (the
@@ -151,6 +129,20 @@ std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v && *v) return std::string(v);
   return std::nullopt;
+}
+
+// libgit2 re-reads the status of every configuration file (.git/config, ~/.gitconfig,
+// /etc/gitconfig, ...) at each lookup through a repository's live configuration: each
+// configuration variable it consults the first time (core.autocrlf, core.ignorecase,
+// core.protectNTFS, ... ~15 in a step) and each snapshot it takes (diff, attributes, the reflog's
+// signature) stat()s them all, ~60 stat calls a step. The repository is given one snapshot,
+// taken when it is opened, as its configuration instead: libgit2 then reads it from memory. A
+// command sees the configuration as it was when it started (abtrack writes none); if the
+// snapshot cannot be taken, the live configuration stays.
+void freeze_config(git_repository* repo) {
+  Config snapshot;
+  if (git_repository_config_snapshot(snapshot.out(), repo) == 0) git_repository_set_config(repo, snapshot.get());
+  git_error_clear();
 }
 
 std::optional<std::string> config_string(git_repository* repo, const char* key) {
@@ -314,6 +306,7 @@ Repository Repository::discover(const fs::path& start) {
     git_repository_free(repo);
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
+  freeze_config(repo);
   // A split index (git update-index --split-index, core.splitIndex) has the mandatory 'link'
   // extension, which libgit2 1.5 cannot read: say so now, not as a status error later.
   git_index* index = nullptr;
@@ -446,6 +439,7 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   // written.
   Repo second;
   check_git(git_repository_open(second.out(), git_repository_path(m_repo)), "opening the repository for a snapshot");
+  freeze_config(second.get());
   check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
   Index index;
   check_git(git_repository_index(index.out(), second.get()), "reading the index for a snapshot");

@@ -165,6 +165,23 @@ class Repository {
 // 1 once a Repository was opened, when libgit2 is linked statically with the wrappers; else 0.
 int ca_certificate_loads_skipped();
 
+// Seeds of mbedTLS's random generator deferred to its first use (see link_overrides.cpp), and
+// how many of those were performed since: {1, 0} once a Repository was opened, when libgit2 is
+// linked statically with the wrappers (nothing draws from it); else {0, 0}.
+struct DeferredSeeding {
+  int deferred = 0;
+  int performed = 0;
+};
+DeferredSeeding deferred_rng_seeding();
+
+// How many times libgit2 initialised libssh2 and was given a no-op (libssh2 initialises itself
+// when a session is made; see link_overrides.cpp): 1 once a Repository was opened, when libgit2
+// is linked statically with the wrappers; else 0.
+int libssh2_inits_deferred();
+
+// Defined next to the link-time overrides; called so that the linker takes them (see there).
+void libgit2_overrides_linked();
+
 // Frees a tree (nullptr is fine).
 void free_tree(git_tree* tree);
 
