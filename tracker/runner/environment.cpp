@@ -62,7 +62,6 @@ class Nvml {
     m_lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!m_lib) return;
     init = sym<nvmlReturn_t (*)()>("nvmlInit_v2");
-    shutdown = sym<nvmlReturn_t (*)()>("nvmlShutdown");
     count = sym<nvmlReturn_t (*)(unsigned*)>("nvmlDeviceGetCount_v2");
     handle = sym<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>("nvmlDeviceGetHandleByIndex_v2");
     name = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetName");
@@ -71,18 +70,17 @@ class Nvml {
     clock = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetClockInfo");
     power_limit = sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
     temperature = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetTemperature");
-    m_ok = init && shutdown && count && handle && init() == kNvmlSuccess;
+    m_ok = init && count && handle && init() == kNvmlSuccess;
   }
-  ~Nvml() {
-    if (m_ok) shutdown();
-    if (m_lib) ::dlclose(m_lib);
-  }
+  // Neither nvmlShutdown nor dlclose: NVML stays initialised until the process exits, when the
+  // driver releases its state. nvmlShutdown took 4.3-5.0 ms on the H200 host (docs/
+  // PERFORMANCE.md §2.5), a tenth of a step there, for nothing a short-lived command needs.
+  ~Nvml() = default;
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
   bool ok() const { return m_ok; }
 
   nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
   nvmlReturn_t (*count)(unsigned*) = nullptr;
   nvmlReturn_t (*handle)(unsigned, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
@@ -103,7 +101,7 @@ class Nvml {
 
 std::vector<Gpu> nvml_gpus(std::string& driver_out) {
   std::vector<Gpu> out;
-  Nvml nvml;
+  static Nvml nvml;  // once per process
   if (!nvml.ok()) return out;
   char buf[256] = {};
   std::string driver;
