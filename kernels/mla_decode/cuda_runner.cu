@@ -62,8 +62,9 @@ bool cuda_device_available(std::string& why) {
     return false;
   }
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 9) {
-    why = "device 0 is not sm_90 or newer (the kernels are built for sm_90)";
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major != 9 || prop.minor != 0) {
+    // sm_90a machine code runs on compute capability 9.0 only (H100, H200, GH200).
+    why = "device 0 is not sm_90 (the kernels are built for sm_90a: H100/H200)";
     cudaGetLastError();
     return false;
   }
