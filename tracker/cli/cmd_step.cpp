@@ -10,6 +10,7 @@
 #include "cli/progress.hpp"
 #include "cli/scheduler.hpp"
 #include "record/compare.hpp"
+#include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
@@ -129,6 +130,7 @@ int cmd_step(const Args& args) {
     }
     cell = pending.front();
   }
+  runner::start_environment_probe();  // overlaps the command (the record waits for it)
   int exit_code = 0;
   if (record_file || !metric_specs.empty()) {
     auto code = code_identity(ctx, dirty);
@@ -186,6 +188,7 @@ int cmd_run(const Args& args) {
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
   if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);  // rounds: one task per cell
+  runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);
   if (parallel > 1 || !ctx.plan.gpus.empty())

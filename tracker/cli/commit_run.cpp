@@ -155,7 +155,7 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
 }
 
 record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code) {
-  static const runner::Environment env = runner::probe_environment();
+  const runner::Environment& env = runner::environment();
   record::Record rec;
   rec.experiment = ctx.plan.experiment;
   rec.run = 0;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include <fmt/format.h>
@@ -128,6 +129,23 @@ std::vector<Gpu> nvml_gpus(std::string& driver_out) {
 }
 
 }  // namespace
+
+namespace {
+std::shared_future<Environment>& probe_future() {
+  static std::shared_future<Environment> f;
+  return f;
+}
+}  // namespace
+
+void start_environment_probe() {
+  auto& f = probe_future();
+  if (!f.valid()) f = std::async(std::launch::async, probe_environment).share();
+}
+
+const Environment& environment() {
+  start_environment_probe();
+  return probe_future().get();
+}
 
 Environment probe_environment() {
   Environment e;

@@ -6,7 +6,7 @@
 
 namespace abtrack::runner {
 
-// One GPU as NVML reports it when the run is recorded. Fields NVML cannot give stay unset.
+// One GPU as NVML reports it while the run's command runs. Fields NVML cannot give stay unset.
 struct Gpu {
   std::string name;    // "NVIDIA H200"
   std::string uuid;    // "GPU-1a2b..."
@@ -31,6 +31,14 @@ struct Environment {
 // without it the GPUs come from the driver's /proc entries (names only), or the list is
 // empty. Never throws; unknown fields stay empty.
 Environment probe_environment();
+
+// The same fingerprint read once per process, on a thread of its own: start_environment_probe()
+// starts it (a command that records runs calls it just before the first command starts, so that
+// NVML's ~25 ms on a GPU host overlap the command: docs/PERFORMANCE.md §2.5) and environment()
+// waits for it, starting it if nobody did. The GPUs' clocks and temperature are then those of
+// the first command's run.
+void start_environment_probe();
+const Environment& environment();
 
 // What makes two runs' machines different for a comparison: host, GPU names, driver.
 // Equal strings: the same kind of machine.
