@@ -2,6 +2,8 @@
 // (mla_decode_wgmma.cu): cp.async gathers, the SFU exponential, bit casts, softmax constants.
 #pragma once
 
+#include "mla_decode_kernels.cuh"
+
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -42,6 +44,20 @@ __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+
+// The work of this CTA: grid (splits, head blocks, batch); tiles t_first .. t_first + n_tiles - 1.
+struct CtaWork {
+  int split, head0, b, t_first, n_tiles;
+};
+__device__ __forceinline__ CtaWork cta_work(const KernelParams& p) {
+  CtaWork w;
+  w.split = blockIdx.x;
+  w.head0 = blockIdx.y * kHeads;
+  w.b = blockIdx.z;
+  w.t_first = w.split * p.tiles_per_split;
+  w.n_tiles = max(0, min(p.tiles, w.t_first + p.tiles_per_split) - w.t_first);
+  return w;
 }
 
 __device__ __forceinline__ std::uint32_t as_u32(__nv_bfloat162 v) { return *reinterpret_cast<std::uint32_t*>(&v); }

@@ -187,12 +187,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
   const int lane = tid & 31;
   const int g = lane >> 2;  // mma groupID
   const int t4 = lane & 3;  // mma thread in group
-  const int split = blockIdx.x;
-  const int head0 = blockIdx.y * kHeads;
-  const int b = blockIdx.z;
-  const int t_first = split * p.tiles_per_split;
-  const int t_last = min(p.tiles, t_first + p.tiles_per_split);
-  const int n_tiles = max(0, t_last - t_first);
+  const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
   const int stages = p.stages;
   const int kp = warp & 3;   // QK^T k part: fp8 scale group kp and rope step kp
   const int ng = warp >> 2;  // QK^T n-group

@@ -130,7 +130,7 @@ __device__ __forceinline__ std::uint32_t hmul2_u32(std::uint32_t a, __half2 s) {
   return *reinterpret_cast<std::uint32_t*>(&r);
 }
 
-// Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag_wgmma.sh): clock64 time per phase of
+// Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of
 // the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0).
 #ifdef ABTRACK_WGMMA_PHASES
 __device__ long long g_wgmma_phases[2][9];  // (a printf in the kernel would serialize its wgmma)
@@ -174,12 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int wl = warp & 3;   // warp within the warpgroup: accumulator rows 16 wl .. 16 wl + 15
   const int g = lane >> 2;
   const int t4 = lane & 3;
-  const int split = blockIdx.x;
-  const int head0 = blockIdx.y * kHeads;
-  const int b = blockIdx.z;
-  const int t_first = split * p.tiles_per_split;
-  const int t_last = min(p.tiles, t_first + p.tiles_per_split);
-  const int n_tiles = max(0, t_last - t_first);
+  const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
   const int stages = p.stages;
 
   // The split's indices (-1 past topk), four loads in flight per thread.

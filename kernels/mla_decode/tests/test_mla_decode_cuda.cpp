@@ -61,6 +61,20 @@ mla::Inputs make(const mla::Shape& s, std::uint64_t seed, double invalid, bool t
   return mla::make_inputs(s, seed, p);
 }
 
+// Odd shapes: a partial head block (16), several head blocks (64, 80), topk not a tile multiple;
+// `run` gets each shape's inputs, reference and decoder.
+template <class Run>
+void for_each_odd_shape(Run run) {
+  const mla::Shape shapes[] = {{3, 16, 200, 1024}, {2, 64, 333, 1024}, {1, 80, 1000, 4096}, {5, 128, 96, 512}};
+  for (const mla::Shape& s : shapes) {
+    const double scale = mla::model_softmax_scale();
+    const mla::Inputs in = make(s, 21 + s.heads, 0.2, s.topk >= 128, s.batch > 1 ? 1 : 0);
+    const mla::Reference ref = mla::reference_decode(in, scale);
+    mla::CudaDecoder dec(in, scale);
+    run(in, ref, dec);
+  }
+}
+
 }  // namespace
 
 MLA_TEST("dequant") {
@@ -121,22 +135,16 @@ MLA_TEST("tiny") {
   MLA_CHECK(counts.infeasible > 0, "64-token tiles with 4 stages are refused (%d refused)", counts.infeasible);
 }
 
-// Odd shapes: a partial head block (16), several head blocks (64, 80), topk not a tile multiple.
 MLA_TEST("shapes") {
   Counts counts;
-  const mla::Shape shapes[] = {{3, 16, 200, 1024}, {2, 64, 333, 1024}, {1, 80, 1000, 4096}, {5, 128, 96, 512}};
-  for (const mla::Shape& s : shapes) {
-    const double scale = mla::model_softmax_scale();
-    const mla::Inputs in = make(s, 21 + s.heads, 0.2, s.topk >= 128, s.batch > 1 ? 1 : 0);
-    const mla::Reference ref = mla::reference_decode(in, scale);
-    mla::CudaDecoder dec(in, scale);
+  for_each_odd_shape([&](const mla::Inputs& in, const mla::Reference& ref, mla::CudaDecoder& dec) {
     for (int warps : {4, 8})
       for (int tile : {16, 32, 64})
         for (int splits : {1, 3, 0})
           check_variant(dec, in, ref, mla::CudaConfig{warps, 2, tile, splits, mla::Math::mma, mla::Dequant::bits},
                         counts, "shapes");
     check_variant(dec, in, ref, mla::CudaConfig{8, 3, 32, 0, mla::Math::fma, mla::Dequant::cvt}, counts, "shapes");
-  }
+  });
   std::printf("shapes: %d variants ran\n", counts.ran);
 }
 
@@ -180,14 +188,9 @@ MLA_TEST("wgmma") {
     for (int stages : {1, 2})
       for (int splits : {1, 3, 0}) check_variant(dec, in, ref, config(stages, splits), counts, "wgmma tiny");
   }
-  const mla::Shape shapes[] = {{3, 16, 200, 1024}, {2, 64, 333, 1024}, {1, 80, 1000, 4096}, {5, 128, 96, 512}};
-  for (const mla::Shape& s : shapes) {
-    const double scale = mla::model_softmax_scale();
-    const mla::Inputs in = make(s, 21 + s.heads, 0.2, s.topk >= 128, s.batch > 1 ? 1 : 0);
-    const mla::Reference ref = mla::reference_decode(in, scale);
-    mla::CudaDecoder dec(in, scale);
+  for_each_odd_shape([&](const mla::Inputs& in, const mla::Reference& ref, mla::CudaDecoder& dec) {
     for (int splits : {1, 3, 0}) check_variant(dec, in, ref, config(2, splits), counts, "wgmma shapes");
-  }
+  });
   const mla::Shape s{4, 64, 2048, 4096};
   const mla::Inputs in = make(s, 31, 0.1, true, 0);
   const mla::Reference ref = mla::reference_decode(in, mla::default_softmax_scale());

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Where the time goes: builds a patched copy of kernels/ whose decode kernel can skip its math
-# (MLA_DEBUG_MODE=1: the gather pipeline alone) or its gathers after the first ring fill
+# Where the time goes: builds a patched copy of kernels/ whose decode kernels can skip their math
+# (MLA_DEBUG_MODE=1: the gather pipeline alone) or their gathers after the first ring fill
 # (MLA_DEBUG_MODE=2: the math alone, on whatever the ring holds), and times both against the real
-# kernel side by side. Diagnostic only: the patched outputs are wrong by design (check fails).
-# Usage (repository root, GPU machine): bash kernels/mla_decode/tools/diag.sh ["--warps 8 --tile 32 --stages 2"]
+# kernel side by side. The wgmma kernel is built with per-phase clock64 sums too
+# (-DABTRACK_WGMMA_PHASES: CTA 0's, printed when the outputs are downloaded). Diagnostic only:
+# the patched outputs are wrong by design (check fails).
+# Usage (repository root, GPU machine):
+#   bash kernels/mla_decode/tools/diag.sh ["--warps 8 --tile 32 --stages 2"]
+#   bash kernels/mla_decode/tools/diag.sh "--math wgmma --warps 8 --tile 64 --stages 2"
 set -u
 cfg="${1:---warps 8 --tile 32 --stages 2}"
 work=$(mktemp -d)
@@ -21,18 +25,29 @@ patch("cuda_runner.cu", "  p.scale_log2 = d.scale_log2;",
       "  p.debug_mode = std::getenv(\"MLA_DEBUG_MODE\") ? std::atoi(std::getenv(\"MLA_DEBUG_MODE\")) : 0;\n"
       "  p.scale_log2 = d.scale_log2;")
 patch("cuda_runner.cu", '#include "mla_decode_kernels.cuh"', '#include "mla_decode_kernels.cuh"\n#include <cstdlib>')
+# The mma.sync/FMA kernels: the compute warps issue the gathers.
 patch("mla_decode_kernels.cu", "  auto issue = [&](int tile, int slot) {\n",
       "  auto issue = [&](int tile, int slot) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
 patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows",
       "    if (p.debug_mode == 1) continue;\n    // S = Q K^T straight from the raw fp8 rows")
+# The wgmma kernel: the producer warp announces empty copies; the math warps hand each slot back at once.
+patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageBytes;\n",
+      "      std::uint8_t* dst = ring + slot * kStageBytes;\n      if (p.debug_mode == 2 && i >= stages) {\n"
+      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        slot = slot + 1 == stages ? 0 : slot + 1;\n        continue;\n      }\n")
+patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
+      "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
+      "      named_arrive(kBarEmpty + slot, kThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n"
+      "      parity ^= slot == 0 ? 1u : 0u;\n      continue;\n    }\n")
 PY
-cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DABTRACK_WGMMA_PHASES >/dev/null &&
   cmake --build "$work/build" -j "$(nproc)" >/dev/null || exit 1
 bench=$(find "$work/build" -name mla_decode_bench -type f | head -1)
 for mode in 0 1 2; do
   printf '%-34s mode %s (%s): ' "$cfg" "$mode" "$(case $mode in 0) echo full;; 1) echo gathers only;; 2) echo math only;; esac)"
   # shellcheck disable=SC2086
-  MLA_DEBUG_MODE=$mode "$bench" --device cuda --batch 64 --heads 32 $cfg --samples 10 2>/dev/null | tail -n 1 |
+  MLA_DEBUG_MODE=$mode "$bench" --device cuda --batch 64 --heads 32 $cfg --samples 10 >"$work/out.txt" 2>"$work/err.txt"
+  tail -n 1 "$work/out.txt" |
     python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["median_us"], "us, splits", d["splits_used"])'
+  [ "$mode" = 0 ] && grep -m 2 "wgmma phases" "$work/err.txt"
 done
 rm -rf "$work"
