@@ -24,6 +24,15 @@ check "unknown option named" grep -q "unknown option '--bogus'" "$tmp/err"
 check "--warps 6 exits 2 (got $rc)" test "$rc" -eq 2
 check "--warps 6 message" grep -q '^mla_decode_bench: error: ' "$tmp/err"
 
+"$bench" --math mad >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--math mad exits 2 (got $rc)" test "$rc" -eq 2
+check "--math lists its values" grep -q "^mla_decode_bench: error: --math must be mma, fma or wgmma, got 'mad'" "$tmp/err"
+
+# A CUDA build names the wgmma kernel's constraints; a CPU-only build refuses --device cuda.
+"$bench" --device cuda --math wgmma --warps 4 --tile 64 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--math wgmma --warps 4 exits 2 (got $rc)" test "$rc" -eq 2
+check "--math wgmma --warps 4 message" grep -qE '^mla_decode_bench: error: (math wgmma needs warps 8, tile 64 and dequant bits|--device cuda: this build has no CUDA support)' "$tmp/err"
+
 "$bench" --device cpu --topk 100 --pool 50 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "topk > pool exits 2 (got $rc)" test "$rc" -eq 2
 
