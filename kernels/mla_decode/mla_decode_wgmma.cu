@@ -1,21 +1,23 @@
 // Sparse MLA FP8 decode on Hopper's asynchronous tensor cores (`--math wgmma`): one CTA of two
-// warpgroups per (batch row, 32 heads, split), 64-token tiles, products transposed so that the
-// tile's tokens are wgmma's M dimension (64, whatever the number of heads):
+// warpgroups and a producer warp per (batch row, 32 heads, split), 64-token tiles, products
+// transposed so that the tile's tokens are wgmma's M dimension (64, whatever the number of heads):
 //
-//   S^T (64 tokens x 32 heads) = K (64 x 576) Q^T      wgmma m64n16k16, A = K, B = Q, both from
-//                                                       shared memory; warpgroup g owns heads
-//                                                       16g..16g+15 (its own online softmax)
+//   S^T (64 tokens x 32 heads) = K (64 x 576) Q^T      wgmma m64n32k16, A = K, B = Q, both from
+//                                                       shared memory, k split between the
+//                                                       warpgroups; each then adds the other's
+//                                                       partial for its 16 heads (its softmax)
 //   O^T (512 x 32 heads)      += V^T (512 x 64) P^T    wgmma m64n32k16, A = V (transposed
 //                                                       descriptor), B = P; warpgroup g owns
 //                                                       dims 256g..256g+255 (64 registers)
 //
-// Per tile: a producer warp gathers the rows with bulk copies (TMA, 656 bytes each) into a ring
+// Per tile: the producer warp gathers the rows with bulk copies (TMA, 656 bytes each) into a ring
 // of raw stages; the math warps move the RoPE chunks into a K-major core-matrix tile and turn
-// the 512 e4m3 values of each token are turned into f16 once, times their group scale, into one
-// f16 tile in the core-matrix layout, which serves as K for S^T and as V for O^T. f16, not bf16:
-// the bit trick gives e4m3 -> f16 (value * 2^-8) in 5 integer instructions per 4 values and the
-// scale (* 2^8) is one f16x2 multiply, rounded once; Q is scaled per head row by a power of two
-// into f16's range (undone in the softmax). RoPE products stay bf16. Three barriers per tile.
+// the 512 e4m3 values of each token into f16 once, times their group scale, in one f16 tile in
+// the core-matrix layout, which serves as K for S^T and as V for O^T. f16, not bf16: the bit
+// trick gives e4m3 -> f16 (value * 2^-8) in 5 integer instructions per 4 values and the scale
+// (* 2^8) is one f16x2 multiply, rounded once; Q is scaled per head row by a power of two into
+// f16's range (undone in the softmax). RoPE products stay bf16. Design and measurements:
+// docs/mla-decode-kernels.md, session 4.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
