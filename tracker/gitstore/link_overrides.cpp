@@ -78,6 +78,13 @@ OM_uint32 gss_unavailable(OM_uint32* minor) {
   if (minor) *minor = 0;
   return kGssFailure;
 }
+// What every release function does: there is never anything to release, so empty the handle.
+template <class T>
+OM_uint32 released(OM_uint32* minor, T* handle, T empty) {
+  if (handle) *handle = empty;
+  if (minor) *minor = 0;
+  return kGssComplete;
+}
 }  // namespace
 extern "C" {
 gss_OID_desc* GSS_C_NT_HOSTBASED_SERVICE = &g_nt_hostbased_service;
@@ -106,25 +113,15 @@ OM_uint32 gss_display_status(OM_uint32* minor, OM_uint32, int, gss_OID_desc*, OM
   return gss_unavailable(minor);
 }
 OM_uint32 gss_delete_sec_context(OM_uint32* minor, void** context, gss_buffer_desc* output) {
-  if (context) *context = nullptr;
   if (output) *output = {0, nullptr};
-  if (minor) *minor = 0;
-  return kGssComplete;
+  return released<void*>(minor, context, nullptr);
 }
-OM_uint32 gss_release_name(OM_uint32* minor, void** name) {
-  if (name) *name = nullptr;
-  if (minor) *minor = 0;
-  return kGssComplete;
-}
+OM_uint32 gss_release_name(OM_uint32* minor, void** name) { return released<void*>(minor, name, nullptr); }
 OM_uint32 gss_release_buffer(OM_uint32* minor, gss_buffer_desc* buffer) {
-  if (buffer) *buffer = {0, nullptr};
-  if (minor) *minor = 0;
-  return kGssComplete;
+  return released<gss_buffer_desc>(minor, buffer, {0, nullptr});
 }
 OM_uint32 gss_release_oid_set(OM_uint32* minor, gss_OID_set_desc** set) {
-  if (set) *set = nullptr;
-  if (minor) *minor = 0;
-  return kGssComplete;
+  return released<gss_OID_set_desc*>(minor, set, nullptr);
 }
 }  // extern "C"
 #endif  // ABTRACK_GIT2_STATIC
