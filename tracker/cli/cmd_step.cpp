@@ -130,7 +130,7 @@ int cmd_step(const Args& args) {
     }
     cell = pending.front();
   }
-  runner::start_environment_probe();  // overlaps the command (the record waits for it)
+  runner::start_environment_probe();  // overlaps the command, if one runs (the record waits for it)
   int exit_code = 0;
   if (record_file || !metric_specs.empty()) {
     auto code = code_identity(ctx, dirty);

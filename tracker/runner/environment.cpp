@@ -128,13 +128,11 @@ std::vector<Gpu> nvml_gpus(std::string& driver_out) {
   return out;
 }
 
-}  // namespace
-
-namespace {
 std::shared_future<Environment>& probe_future() {
   static std::shared_future<Environment> f;
   return f;
 }
+
 }  // namespace
 
 void start_environment_probe() {
