@@ -2,6 +2,10 @@
 
 #include "cuda_check.cuh"
 #include "mla_decode_kernels.cuh"
+
+#ifndef ABTRACK_MLA_PDL
+#define ABTRACK_MLA_PDL 1  // 0: the combine kernel waits for the decode kernel like any launch
+#endif
 #include "splits.hpp"
 
 #include <algorithm>
@@ -254,9 +258,18 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
     int heads = d.shape.heads;
     int splits = lp.splits;
     void* cargs[] = {&po, &pl, &out, &lse, &heads, &splits};
-    CUDA_CHECK(cudaLaunchKernel(combine_kernel(),
-                                dim3(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch)),
-                                dim3(128), cargs, 0, d.stream));
+    // Launched as a programmatic dependent of the decode kernel: it is scheduled while the decode
+    // grid drains and waits (griddepcontrol.wait) for its results, instead of a launch gap after it.
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
+    cfg.blockDim = dim3(128);
+    cfg.stream = d.stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = ABTRACK_MLA_PDL;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelExC(&cfg, combine_kernel(), cargs));
     CUDA_CHECK(cudaGetLastError());
   }
 }

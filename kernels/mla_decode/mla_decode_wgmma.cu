@@ -1,23 +1,28 @@
-// Sparse MLA FP8 decode on Hopper's asynchronous tensor cores (`--math wgmma`): one CTA of two
-// warpgroups and a producer warp per (batch row, 32 heads, split), 64-token tiles, products
-// transposed so that the tile's tokens are wgmma's M dimension (64, whatever the number of heads):
+// Sparse MLA FP8 decode on Hopper's asynchronous tensor cores (`--math wgmma`): one CTA of three
+// warpgroups per (batch row, 32 heads, split), 64-token tiles, products transposed so that the
+// tile's tokens are wgmma's M dimension (64, whatever the number of heads):
 //
-//   S^T (64 tokens x 32 heads) = K (64 x 576) Q^T      wgmma m64n32k16, A = K, B = Q, both from
-//                                                       shared memory, k split between the
-//                                                       warpgroups; each then adds the other's
+//   S^T (64 tokens x 32 heads) = K (64 x 576) Q^T      wgmma m64n32k16, A = K in registers (each
+//                                                       thread's fragments loaded from the raw
+//                                                       rows and converted), B = Q from shared
+//                                                       memory; k split between the two math
+//                                                       warpgroups, each then adds the other's
 //                                                       partial for its 16 heads (its softmax)
-//   O^T (512 x 32 heads)      += V^T (512 x 64) P^T    wgmma m64n32k16, A = V (transposed
-//                                                       descriptor), B = P; warpgroup g owns
-//                                                       dims 256g..256g+255 (64 registers)
+//   O^T (512 x 32 heads)      += V^T (512 x 64) P^T    wgmma m64n32k16, A = the f16 V tile
+//                                                       (transposed descriptor), B = P; math
+//                                                       warpgroup g owns dims 256g.. (64 registers)
 //
-// Per tile: the producer warp gathers the rows with bulk copies (TMA, 656 bytes each) into a ring
-// of raw stages; the math warps move the RoPE chunks into a K-major core-matrix tile and turn
-// the 512 e4m3 values of each token into f16 once, times their group scale, in one f16 tile in
-// the core-matrix layout, which serves as K for S^T and as V for O^T. f16, not bf16: the bit
-// trick gives e4m3 -> f16 (value * 2^-8) in 5 integer instructions per 4 values and the scale
-// (* 2^8) is one f16x2 multiply, rounded once; Q is scaled per head row by a power of two into
-// f16's range (undone in the softmax). RoPE products stay bf16. Design and measurements:
-// docs/mla-decode-kernels.md, session 4.
+// Per tile: four producer warps (the third warpgroup, its registers handed to the math through
+// setmaxnreg) gather the rows with bulk copies (TMA, 656 bytes each) into a ring of raw stages.
+// Each math thread loads its A fragments of K straight from the raw rows (one 4-byte load of e4m3
+// values per k-step and token, conflict-free), turns them into f16 with the bit trick (value *
+// 2^-8 in 5 integer instructions per 4 values) times the group scale (* 2^8, one f16x2 multiply,
+// rounded once), and hands the slot back: the gather of the next tile overlaps everything after.
+// S^T is issued while O^T of the previous tile may still run; once both are done the converted
+// values go to the f16 V tile (each math warpgroup writes only the half its own O^T reads), then
+// the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
+// into f16's range (undone in the softmax); RoPE products stay bf16. Design and measurements:
+// docs/mla-decode-kernels.md, sessions 4 and 5.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -35,17 +40,28 @@ using namespace dev;
 
 constexpr int kTile = 64;                          // tokens per tile: wgmma's M
 constexpr int kMathThreads = 256;                  // two warpgroups: conversion, wgmma, softmax
-constexpr int kThreads = kMathThreads + 32;        // and one producer warp: the gathers
+constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the gathers
+// Producer warps (-DABTRACK_WGMMA_PRODUCERS=1|2 for comparison: 1 warp was 1.5 us slower at B=64 h=32)
+#ifndef ABTRACK_WGMMA_PRODUCERS
+#define ABTRACK_WGMMA_PRODUCERS 4
+#endif
+constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
+constexpr int kRowsPerProducer = kTile / kProducers;  // rows of a tile each of them copies
+constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
+static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
+// Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
+// K fragments (72) at once; the producer's warpgroup needs few. 2 x 128 x 232 + 128 x 40 <= 64 K.
+constexpr int kMathRegs = 232;
+constexpr int kProducerRegs = 40;
 constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
 constexpr int kRopeOffset = 528;                   // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
-constexpr int kKvBytes = kTile * kDimV * 2;        // f16 K/V tile (also the epilogue's O staging)
+constexpr int kKvBytes = kTile * kDimV * 2;        // f16 V tile (also the epilogue's O staging)
 constexpr int kQnBytes = kHeads * kDimV * 2;       // f16 Q (512 dims)
 constexpr int kQrBytes = kHeads * (kDimQk - kDimV) * 2;  // bf16 Q RoPE
 constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
-constexpr int kRopeBytes = 8 * kTile * 16;         // the tile's RoPE chunks, copied out of the ring
 
 // Named barriers (0 is __syncthreads): per warpgroup, the math warps, and per ring slot s
-// "empty" (the math warps arrive once they have read it; the producer waits before refilling).
+// "empty" (the math warps arrive once they have read it; the producers wait before refilling).
 // A slot's arrival is an mbarrier (the bulk copies complete it).
 constexpr int kBarMath = 3;
 constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
@@ -74,8 +90,8 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
 }
 // mbarriers: one arrival (the producer's, announcing the bytes to expect) and the bulk copies'
 // transaction bytes complete a phase.
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(arrivals) : "memory");
 }
 __device__ __forceinline__ void mbar_expect(std::uint64_t* bar, std::uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
@@ -106,20 +122,34 @@ __device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::u
                  "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),        \
                  "+f"(d[14]), "+f"(d[15])                                                                   \
                : "l"(a), "l"(b))
-__device__ __forceinline__ void wgmma_n32_f16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
-  ABTRACK_WGMMA_N32("f16", "0");
-}
-__device__ __forceinline__ void wgmma_n32_bf16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
-  ABTRACK_WGMMA_N32("bf16", "0");
-}
 __device__ __forceinline__ void wgmma_n32_ta_f16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
   ABTRACK_WGMMA_N32("f16", "1");
 }
 #undef ABTRACK_WGMMA_N32
+// d (64 x 32, f32) += A (64 x 16, this thread's fragment in registers) * B (16 x 32, K-major).
+#define ABTRACK_WGMMA_N32_RS(TYPE)                                                                          \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                  \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),           \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),        \
+                 "+f"(d[14]), "+f"(d[15])                                                                   \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+__device__ __forceinline__ void wgmma_n32_rs_f16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t b) {
+  ABTRACK_WGMMA_N32_RS("f16");
+}
+__device__ __forceinline__ void wgmma_n32_rs_bf16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t b) {
+  ABTRACK_WGMMA_N32_RS("bf16");
+}
+#undef ABTRACK_WGMMA_N32_RS
 
-// The f16 tiles keep each group of 4 dims as (d0, d2, d1, d3): the order the bit trick produces
-// them in. sigma maps a stored position to its dim (and back: it swaps bits 0 and 1).
-__device__ __forceinline__ int sigma(int pos) { return (pos & ~3) | ((pos & 1) << 1) | ((pos >> 1) & 1); }
+// Q and the f16 tile keep each block of 16 dims as its 8 even dims, then its 8 odd ones: the
+// order in which a thread's A fragment holds them (one 4-byte load of e4m3 values, turned into
+// an even and an odd f16x2 by the bit trick, are k 2 t4, 2 t4 + 1 and k 2 t4 + 8, 2 t4 + 9).
+// dim_of maps a stored position to its dim.
+__device__ __forceinline__ int dim_of(int pos) { return (pos & ~15) | ((pos & 7) << 1) | ((pos >> 3) & 1); }
+__device__ __forceinline__ std::uint32_t ld_u32(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+__device__ __forceinline__ void st_u32(std::uint8_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
 
 // Four e4m3 values (one word) as f16 * 2^-8, exact, subnormals included: the even bytes (dims 0,
 // 2) and the odd bytes (dims 1, 3) as two f16x2 words.
@@ -152,14 +182,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   long long phase_t_ = clock64();
 #endif
   extern __shared__ __align__(128) std::uint8_t smem[];
-  // f16 K/V tile: core matrix (dim block db of 8 positions, token block tb of 8) at
-  // (db * 8 + tb) * 128, token row (t % 8) * 16: K-major for S^T (M = tokens), M-major for O^T.
+  // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
+  // token row (t % 8) * 16: M-major A of O^T (M = positions, dim_of(position) the dim).
   std::uint8_t* kv_s = smem;
   std::uint8_t* qn_s = kv_s + kKvBytes;  // Q * c_h, f16: (db * 4 + head block) * 128, K-major
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
   std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
-  std::uint8_t* rope_s = p_s + kPBytes;  // [8 chunks][64 tokens][16 B]: K-major bf16 RoPE
-  float* xchg_s = reinterpret_cast<float*>(rope_s + kRopeBytes);  // [2 wg][8][128] S^T partials
+  float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][8][128] S^T partials
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
   float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
   float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
@@ -172,7 +201,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
-  const int wg = warp >> 2;  // warpgroup
+  // The warpgroup, through a shuffle so that the compiler knows it is warp-uniform: the operand
+  // descriptors derived from it then live in uniform registers (no R2UR moves before each wgmma).
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
   const int wl = warp & 3;   // warp within the warpgroup: accumulator rows 16 wl .. 16 wl + 15
   const int g = lane >> 2;
   const int t4 = lane & 3;
@@ -191,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int u = 0; u < 4; ++u)
       if (j0 + u * kThreads < n_tiles * kTile) idx_s[j0 + u * kThreads] = v[u];
   }
-  if (tid < stages) mbar_init(&full_s[tid]);
+  if (tid < stages) mbar_init(&full_s[tid], kProducers);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
 
@@ -199,34 +230,46 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
   // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
   // slot is refilled as soon as the math warps have converted it, so `stages` tiles stay in flight.
-  if (warp == kMathThreads / 32) {
+  if (wg == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
+    if (pw >= kProducers) return;
+    constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
+    const bool active = lane < kRowsPerProducer;
     int slot = 0;
     for (int i = 0; i < n_tiles; ++i) {
-      if (i >= stages) named_sync(kBarEmpty + slot, kThreads);  // tile i - stages is converted
+      if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
       std::uint8_t* dst = ring + slot * kStageBytes;
-      const int id[2] = {idx_s[i * kTile + lane], idx_s[i * kTile + 32 + lane]};
-      const std::uint32_t valid = __popc(__ballot_sync(0xffffffffu, id[0] >= 0)) + __popc(__ballot_sync(0xffffffffu, id[1] >= 0));
+      int id[kRowsPerLane];
+      std::uint32_t valid = 0;
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        if (id[r] < 0)
+      for (int r = 0; r < kRowsPerLane; ++r) {
+        id[r] = active ? idx_s[i * kTile + pw * kRowsPerProducer + lane + 32 * r] : -1;
+        valid += __popc(__ballot_sync(0xffffffffu, id[r] >= 0));
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerLane; ++r)
+        if (active && id[r] < 0)
           for (int c = 0; c < kChunks; ++c)
-            *reinterpret_cast<uint4*>(dst + (lane + 32 * r) * kTokenBytes + 16 * c) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes + 16 * c) = make_uint4(0, 0, 0, 0);
       __syncwarp();
       if (lane == 0) mbar_expect(&full_s[slot], valid * kTokenBytes);
       __syncwarp();
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
+      for (int r = 0; r < kRowsPerLane; ++r)
         if (id[r] >= 0)
-          bulk_copy_row(dst + (lane + 32 * r) * kTokenBytes, p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes,
-                        &full_s[slot]);
+          bulk_copy_row(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes,
+                        p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes, &full_s[slot]);
       slot = slot + 1 == stages ? 0 : slot + 1;
     }
     return;
   }
 
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs));
+
   // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
-  // A warp does 4 rows; lane l converts 8-dim chunks l and l + 32 (and RoPE chunk l < 8).
+  // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8).
   // (All 12 loads first: one row at a time, each row waited for its loads.)
   uint4 qc[4][3];
 #pragma unroll
@@ -235,8 +278,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimQk;
     const bool real = head0 + h < p.heads;
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + lane) : zero;
-    qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + lane + 32) : zero;
+    qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane) : zero;
+    qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane + 1) : zero;
     qc[r][2] = real && lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane) : zero;
   }
 #pragma unroll
@@ -259,20 +302,22 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     frexpf(big, &e);
     const float cs = big > 0.0f && isfinite(big) ? ldexpf(1.0f, 15 - e) : 1.0f;
     if (lane == 0) qinv_s[h] = 1.0f / cs;
+    {
+      // dims 16 lane .. 16 lane + 15: the even ones to position block 2 lane, the odd ones to 2 lane + 1
+      __half2 even[4], odd[4];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int ch = lane + 32 * k;  // dims 8 ch .. 8 ch + 7, stored as (0, 2, 1, 3, 4, 6, 5, 7)
-      const std::uint32_t w[4] = {c[k].x, c[k].y, c[k].z, c[k].w};
-      float v[8];
+      for (int k = 0; k < 2; ++k) {
+        const std::uint32_t w[4] = {c[k].x, c[k].y, c[k].z, c[k].w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __bfloat1622float2(as_bf162(w[i]));
-        v[2 * i] = f.x * cs;
-        v[2 * i + 1] = f.y * cs;
+        for (int i = 0; i < 2; ++i) {
+          const float2 f0 = __bfloat1622float2(as_bf162(w[2 * i]));
+          const float2 f1 = __bfloat1622float2(as_bf162(w[2 * i + 1]));
+          even[2 * k + i] = __floats2half2_rn(f0.x * cs, f1.x * cs);
+          odd[2 * k + i] = __floats2half2_rn(f0.y * cs, f1.y * cs);
+        }
       }
-      __half2 hv[4] = {__floats2half2_rn(v[0], v[2]), __floats2half2_rn(v[1], v[3]), __floats2half2_rn(v[4], v[6]),
-                       __floats2half2_rn(v[5], v[7])};
-      *reinterpret_cast<uint4*>(qn_s + (ch * 4 + h / 8) * 128 + (h % 8) * 16) = *reinterpret_cast<uint4*>(hv);
+      *reinterpret_cast<uint4*>(qn_s + (2 * lane * 4 + h / 8) * 128 + (h % 8) * 16) = *reinterpret_cast<uint4*>(even);
+      *reinterpret_cast<uint4*>(qn_s + ((2 * lane + 1) * 4 + h / 8) * 128 + (h % 8) * 16) = *reinterpret_cast<uint4*>(odd);
     }
     if (lane < 8) {
       const std::uint32_t w[4] = {c[2].x, c[2].y, c[2].z, c[2].w};
@@ -306,84 +351,99 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
 
   // The operands' descriptors (no swizzling; leading, stride byte offsets), each at this
-  // warpgroup's share: S^T's A = the f16 tile K-major (next 8 dims 1024 B, next 8 tokens 128 B;
-  // dims 256 wg ..), B = Q K-major (next 8 dims 512, next 8 heads 128); RoPE A = the tile's RoPE
-  // (next chunk 1024, next 8 tokens 128; chunks 4 wg ..) and Q's; O^T's A = the f16 tile M-major
-  // (next 8 tokens 128, next 8 dims 1024; dims 256 wg ..), B = P K-major (next 8 tokens 512,
-  // next 8 heads 128).
-  const std::uint64_t k_desc = smem_desc(kv_s + wg * 16 * 2048, 1024, 128);
+  // warpgroup's share: S^T's B = Q K-major (next 8 positions 512, next 8 heads 128; positions
+  // 256 wg ..) and Q's RoPE (rope dims 32 wg ..); O^T's A = the f16 tile M-major (next 8 tokens
+  // 128, next 8 positions 1024; positions 256 wg ..), B = P K-major (next 8 tokens 512, next 8
+  // heads 128). S^T's A is K itself, in registers.
   const std::uint64_t q_desc = smem_desc(qn_s + wg * 16 * 1024, 512, 128);
   const std::uint64_t qr_desc = smem_desc(qr_s + wg * 2 * 1024, 512, 128);
-  const std::uint64_t rope_desc = smem_desc(rope_s + wg * 2 * 2048, 1024, 128);
   const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
+  // This thread's A rows are tokens t0 and t0 + 8; its words of them go to the f16 tile at kv_w
+  // (+ 2048 per k-step: position block 2 k (even dims) and + 1024 for 2 k + 1 (odd dims); + 128
+  // for token t0 + 8).
+  const int t0 = 16 * wl + g;
+  std::uint8_t* const kv_w = kv_s + wg * 16 * 2048 + (2 * wl) * 128 + g * 16 + t4 * 4;
 
   int slot = 0;
   std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
   ABTRACK_PHASE(7);  // prologue
   for (int it = 0; it < n_tiles; ++it) {
-    named_sync(kBarMath, kMathThreads);  // every math warp is past O^T of tile it-1
-    mbar_wait(&full_s[slot], parity);     // tile it has landed
+    mbar_wait(&full_s[slot], parity);  // tile it has landed
     ABTRACK_PHASE(0);
     const std::uint8_t* stage = ring + slot * kStageBytes;
 
-    // The f16 K/V tile: thread (token tid % 64, q = tid / 64) converts chunks q, q + 4, ..., q + 28
-    // (16 dims each, group c / 8) into the rows of dim blocks 2c and 2c + 1.
+    // K straight from the raw rows into this thread's A fragments (warpgroup w: dims 256 w ..,
+    // 16 k-steps, and RoPE steps 2 w, 2 w + 1): per k-step one 4-byte load of e4m3 values per
+    // token (conflict-free: rows are 164 words apart), the bit trick, times the group's scale.
+    // Nothing is written yet: the f16 tile is still being read by O^T of the previous tile.
+    std::uint32_t a[16][4], ra[2][4];
     {
-      const int t = tid & 63;
-      const int q = tid >> 6;
-      const std::uint8_t* row_in = stage + t * kTokenBytes;
-      const float* scales = reinterpret_cast<const float*>(row_in + kDimV);
+      const std::uint8_t* row0 = stage + t0 * kTokenBytes;
+      const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
+      const float2 f0 = *reinterpret_cast<const float2*>(row0 + kDimV + 8 * wg);
+      const float2 f1 = *reinterpret_cast<const float2*>(row1 + kDimV + 8 * wg);
+      const __half2 sc0[2] = {__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)};
+      const __half2 sc1[2] = {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)};
+      const std::uint8_t* k0 = row0 + 256 * wg + 4 * t4;
+      const std::uint8_t* k1 = row1 + 256 * wg + 4 * t4;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int c = q + 4 * k;
-        const __half2 s2 = __float2half2_rn(scales[c >> 3] * 256.0f);
-        const uint4 w = *reinterpret_cast<const uint4*>(row_in + 16 * c);
-        std::uint32_t e0, o0, e1, o1, e2, o2, e3, o3;
-        e4m3x4_to_f16(w.x, e0, o0);
-        e4m3x4_to_f16(w.y, e1, o1);
-        e4m3x4_to_f16(w.z, e2, o2);
-        e4m3x4_to_f16(w.w, e3, o3);
-        std::uint8_t* row = kv_s + ((2 * c) * 8 + t / 8) * 128 + (t % 8) * 16;
-        *reinterpret_cast<uint4*>(row) = make_uint4(hmul2_u32(e0, s2), hmul2_u32(o0, s2), hmul2_u32(e1, s2), hmul2_u32(o1, s2));
-        *reinterpret_cast<uint4*>(row + 1024) =
-            make_uint4(hmul2_u32(e2, s2), hmul2_u32(o2, s2), hmul2_u32(e3, s2), hmul2_u32(o3, s2));
+      for (int ks = 0; ks < 16; ++ks) {
+        std::uint32_t e0, o0, e1, o1;
+        e4m3x4_to_f16(ld_u32(k0 + 16 * ks), e0, o0);
+        e4m3x4_to_f16(ld_u32(k1 + 16 * ks), e1, o1);
+        a[ks][0] = hmul2_u32(e0, sc0[ks >> 3]);
+        a[ks][1] = hmul2_u32(e1, sc1[ks >> 3]);
+        a[ks][2] = hmul2_u32(o0, sc0[ks >> 3]);
+        a[ks][3] = hmul2_u32(o1, sc1[ks >> 3]);
       }
-      // RoPE chunks q and q + 4 move out of the ring (which is refilled before S^T) into the
-      // K-major core-matrix layout: chunk r of token t at (r * 64 + t) * 16.
-      *reinterpret_cast<uint4*>(rope_s + (q * kTile + t) * 16) = *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * q);
-      *reinterpret_cast<uint4*>(rope_s + ((q + 4) * kTile + t) * 16) =
-          *reinterpret_cast<const uint4*>(row_in + kRopeOffset + 16 * (q + 4));
+      const std::uint8_t* r0 = row0 + kRopeOffset + 64 * wg + 4 * t4;
+      const std::uint8_t* r1 = row1 + kRopeOffset + 64 * wg + 4 * t4;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        ra[r][0] = ld_u32(r0 + 32 * r);
+        ra[r][1] = ld_u32(r1 + 32 * r);
+        ra[r][2] = ld_u32(r0 + 32 * r + 16);
+        ra[r][3] = ld_u32(r1 + 32 * r + 16);
+      }
     }
-    named_arrive(kBarEmpty + slot, kThreads);
+    // The slot goes back to the producer (which waits only for tiles it still has to load).
+    if (it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
     slot = slot + 1 == stages ? 0 : slot + 1;
     parity ^= slot == 0 ? 1u : 0u;
     ABTRACK_PHASE(1);
-    fence_async_smem();
-    named_sync(kBarMath, kMathThreads);
-    ABTRACK_PHASE(2);
 
-    // S^T split over k between the warpgroups, all 32 heads each (every operand byte is read
-    // from shared memory once: split over heads, both read all of K): warpgroup w the f16
-    // k-steps 16 w .. 16 w + 15 and the bf16 RoPE steps 2 w, 2 w + 1 (the same instruction
-    // stream for both: a branch around wgmma serializes it). Each then keeps its 16
-    // heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's partial for them, swapped
-    // through shared memory in accumulator order (the same thread of the other warpgroup holds
-    // the same rows and columns).
+    // S^T split over k between the warpgroups, all 32 heads each (warpgroup w the f16 k-steps
+    // 16 w .. 16 w + 15 and the bf16 RoPE steps 2 w, 2 w + 1: the same instruction stream for
+    // both, a branch around wgmma serializes it); queued behind O^T of the previous tile.
     float sfull[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) sfull[i] = 0.0f;
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 16; ++kk) wgmma_n32_f16(sfull, at(k_desc, kk * 2048), at(q_desc, kk * 1024));
+    for (int ks = 0; ks < 16; ++ks) wgmma_n32_rs_f16(sfull, a[ks], at(q_desc, ks * 1024));
 #pragma unroll
-    for (int r = 0; r < 2; ++r) wgmma_n32_bf16(sfull, at(rope_desc, r * 2048), at(qr_desc, r * 1024));
+    for (int r = 0; r < 2; ++r) wgmma_n32_rs_bf16(sfull, ra[r], at(qr_desc, r * 1024));
     wgmma_commit();
-    wgmma_wait_all();
+    wgmma_wait_all();  // this S^T and the previous tile's O^T
+    ABTRACK_PHASE(2);
+
+    // The f16 tile for this tile's O^T: this warpgroup's positions, which only its own O^T reads
+    // (done now). Each store of a warp fills one 128-byte core matrix.
+#pragma unroll
+    for (int ks = 0; ks < 16; ++ks) {
+      st_u32(kv_w + ks * 2048, a[ks][0]);
+      st_u32(kv_w + ks * 2048 + 128, a[ks][1]);
+      st_u32(kv_w + ks * 2048 + 1024, a[ks][2]);
+      st_u32(kv_w + ks * 2048 + 1024 + 128, a[ks][3]);
+    }
+    // Each warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's
+    // partial for them, swapped through shared memory in accumulator order (the same thread of
+    // the other warpgroup holds the same rows and columns).
     const int wt = tid & 127;
 #pragma unroll
     for (int i = 0; i < 8; ++i) xchg_s[(wg * 8 + i) * 128 + wt] = wg ? sfull[i] : sfull[8 + i];
-    named_sync(kBarMath, kMathThreads);
+    named_sync(kBarMath, kMathThreads);  // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
     float sacc[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) sacc[i] = (wg ? sfull[8 + i] : sfull[i]) + xchg_s[((1 - wg) * 8 + i) * 128 + wt];
@@ -432,10 +492,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(4);
     fence_async_smem();
-    named_sync(kBarMath, kMathThreads);  // P and alpha complete
+    named_sync(kBarMath, kMathThreads);  // P, alpha and the f16 tile complete
     ABTRACK_PHASE(5);
 
-    // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 dims (4 m-blocks x 4 k-steps).
+    // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),
+    // left running: the next tile's loads and conversion overlap it.
     {
       float al[8];
 #pragma unroll
@@ -458,10 +519,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
       wgmma_commit();
-      wgmma_wait_all();
     }
     ABTRACK_PHASE(6);
   }
+  wgmma_wait_all();  // the last tile's O^T
+  allow_dependent_launch();  // the combine kernel may start its launch (measured: no earlier)
 #ifdef ABTRACK_WGMMA_PHASES
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
     for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
@@ -491,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int i = 0; i < 16; ++i) {
       const int pos = (wg * 4 + mb) * 64 + 16 * wl + g + ((i & 2) ? 8 : 0);
       const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
-      o_stage[head * kDimV + sigma(pos)] = oacc[mb][i];
+      o_stage[head * kDimV + dim_of(pos)] = oacc[mb][i];
     }
   named_sync(kBarMath, kMathThreads);
   if (tid < kHeads) {
@@ -542,8 +604,8 @@ void print_wgmma_phases() {
   if (cudaMemcpyFromSymbol(ph, g_wgmma_phases, sizeof ph) != cudaSuccess) return;
   for (int wg = 0; wg < 2; ++wg)
     std::fprintf(stderr,
-                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | wait+B1 %lld  dequant %lld  B2 %lld  "
-                 "S^T %lld  softmax %lld  B3 %lld  refill+O^T %lld\n",
+                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | wait %lld  load+convert %lld  "
+                 "S^T+prev O^T %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
                  ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
 }
 #endif

@@ -5,6 +5,7 @@
 # kernel side by side. The wgmma kernel is built with per-phase clock64 sums too
 # (-DABTRACK_WGMMA_PHASES: CTA 0's, printed when the outputs are downloaded). Diagnostic only:
 # the patched outputs are wrong by design (check fails).
+# DIAG_FLAGS adds nvcc flags (e.g. DIAG_FLAGS=-DABTRACK_WGMMA_PRODUCERS=4).
 # Usage (repository root, GPU machine):
 #   bash kernels/mla_decode/tools/diag.sh ["--warps 8 --tile 32 --stages 2"]
 #   bash kernels/mla_decode/tools/diag.sh "--math wgmma --warps 8 --tile 64 --stages 2"
@@ -36,10 +37,10 @@ patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageByte
       "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        slot = slot + 1 == stages ? 0 : slot + 1;\n        continue;\n      }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
-      "      named_arrive(kBarEmpty + slot, kThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n"
+      "      if (it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n"
       "      parity ^= slot == 0 ? 1u : 0u;\n      continue;\n    }\n")
 PY
-cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DABTRACK_WGMMA_PHASES >/dev/null &&
+cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DABTRACK_WGMMA_PHASES ${DIAG_FLAGS:-}" >/dev/null &&
   cmake --build "$work/build" -j "$(nproc)" >/dev/null || exit 1
 bench=$(find "$work/build" -name mla_decode_bench -type f | head -1)
 for mode in 0 1 2; do
