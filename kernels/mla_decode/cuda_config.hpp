@@ -44,7 +44,7 @@ struct Feasibility {
 };
 Feasibility cuda_feasibility(const CudaConfig& config, int tiles_per_split, std::size_t smem_limit);
 
-// Threads per CTA: warps x 32, plus the producer warp of the wgmma kernel.
+// Threads per CTA: warps x 32, plus the producer warpgroup of the wgmma kernel (128).
 int cuda_threads(const CudaConfig& config);
 
 // Names of the knob values, as the driver spells them.
