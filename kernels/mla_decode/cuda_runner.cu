@@ -129,6 +129,7 @@ struct CudaDecoder::Impl {
   DeviceBuffer<std::uint8_t> pool, flush;
   DeviceBuffer<std::int32_t> indices;
   DeviceBuffer<float> lse, part_o, part_lse;
+  DeviceBuffer<int> done;  // the wgmma kernel's per-(row, head block) count of finished splits
 };
 
 CudaDecoder::CudaDecoder(const Inputs& in, double softmax_scale) : m_impl(std::make_unique<Impl>()) {
@@ -211,6 +212,11 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     const std::size_t rows = static_cast<std::size_t>(d.shape.batch) * lp.splits * d.shape.heads;
     if (d.part_o.count < rows * 512) d.part_o.allocate(rows * 512, "split partials");
     if (d.part_lse.count < rows) d.part_lse.allocate(rows, "split lse");
+    const std::size_t counts = static_cast<std::size_t>(d.shape.batch) * head_blocks;
+    if (config.math == Math::wgmma && d.done.count < counts) {
+      d.done.allocate(counts, "split counts");
+      CUDA_CHECK(cudaMemset(d.done.ptr, 0, counts * sizeof(int)));
+    }
   }
   return lp;
 }
@@ -221,6 +227,8 @@ void CudaDecoder::poison() {
   CUDA_CHECK(cudaMemsetAsync(d.lse.ptr, 0xff, d.lse.count * sizeof(float), d.stream));
   if (d.part_o.ptr) CUDA_CHECK(cudaMemsetAsync(d.part_o.ptr, 0xff, d.part_o.count * sizeof(float), d.stream));
   if (d.part_lse.ptr) CUDA_CHECK(cudaMemsetAsync(d.part_lse.ptr, 0xff, d.part_lse.count * sizeof(float), d.stream));
+  // Not poison: the counts must start at zero (the kernel leaves them so; this repairs an aborted run).
+  if (d.done.ptr) CUDA_CHECK(cudaMemsetAsync(d.done.ptr, 0, d.done.count * sizeof(int), d.stream));
 }
 
 void CudaDecoder::launch(const LaunchPlan& lp) {
@@ -234,6 +242,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   p.lse = d.lse.ptr;
   p.part_o = d.part_o.ptr;
   p.part_lse = d.part_lse.ptr;
+  p.done = d.done.ptr;
   p.batch = d.shape.batch;
   p.heads = d.shape.heads;
   p.topk = d.shape.topk;
@@ -250,7 +259,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args,
                               lp.smem_bytes, d.stream));
   CUDA_CHECK(cudaGetLastError());
-  if (lp.splits > 1) {
+  if (lp.splits > 1 && lp.config.math != Math::wgmma) {  // the wgmma kernel combines its splits itself
     const float* po = d.part_o.ptr;
     const float* pl = d.part_lse.ptr;
     __nv_bfloat16* out = d.out.ptr;

@@ -17,6 +17,8 @@ struct KernelParams {
   float* lse;                    // [batch][heads]        (written when splits == 1)
   float* part_o;                 // [batch][splits][heads][512] (splits > 1)
   float* part_lse;               // [batch][splits][heads], log2 domain (splits > 1)
+  int* done;                     // [batch][head blocks] CTAs finished (wgmma kernel, splits > 1; zero
+                                 // before a launch, and again after it)
   int batch, heads, topk, splits, tiles, tiles_per_split, stages;
   float scale_log2;              // softmax scale * log2(e)
 };
@@ -26,8 +28,9 @@ struct KernelParams {
 // dynamic_smem, stream).
 const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 
-// The wgmma kernel (`--math wgmma`): 8 warps (two warpgroups), 64-token tiles, the bit-trick
-// dequant into an f16 tile; stages is a run-time argument. Same grid and parameters.
+// The wgmma kernel (`--math wgmma`): two math warpgroups and a producer warpgroup, 64-token
+// tiles; stages is a run-time argument. Same grid and parameters; with splits it combines them
+// itself (the last CTA of a row and head block), so no combine kernel follows it.
 const void* decode_kernel_wgmma();
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,

@@ -176,6 +176,75 @@ __device__ long long g_wgmma_phases[2][9];  // (a printf in the kernel would ser
 #define ABTRACK_PHASE(i)
 #endif
 
+// The splits' combine, done by the last CTA of a (batch row, head block) to finish instead of a
+// combine kernel (no second launch; the partials are still in L2). Each CTA has written its
+// partial O (normalized) and lse (log2); a fence, then one atomic count per CTA; the CTA that
+// counts last combines them as combine_kernel_impl does and sets the count back to zero for the
+// next launch. `weights` (32 x splits floats) and `flag` are shared memory the CTA is done with.
+__device__ void combine_if_last(const KernelParams& p, int b, int head0, float* weights, int* flag, int tid) {
+  __threadfence();  // this CTA's partials are visible before its count
+  named_sync(kBarMath, kMathThreads);
+  int* done = p.done + static_cast<std::size_t>(b) * gridDim.y + blockIdx.y;
+  if (tid == 0) *flag = atomicAdd(done, 1) == p.splits - 1;
+  named_sync(kBarMath, kMathThreads);
+  if (!*flag) return;
+  __threadfence();  // the other CTAs' partials, seen through their counts
+  const int splits = p.splits;
+  // The splits' lse (log2) of each head, all loads at once, then each head's weights in place.
+  for (int k = tid; k < kHeads * splits; k += kMathThreads) {
+    const int h = k / splits, s = k % splits;
+    weights[k] = head0 + h < p.heads
+                     ? __ldcg(p.part_lse + (static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h)
+                     : -INFINITY;
+  }
+  named_sync(kBarMath, kMathThreads);
+  if (tid < kHeads) {
+    float* w = weights + tid * splits;
+    float big = -INFINITY;
+    for (int s = 0; s < splits; ++s) big = fmaxf(big, w[s]);
+    if (big == -INFINITY) big = 0.0f;
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += exp2f(w[s] - big);
+    const float lse2 = big + log2f(sum);
+    for (int s = 0; s < splits; ++s) w[s] = sum > 0.0f ? exp2f(w[s] - lse2) : 0.0f;
+    if (head0 + tid < p.heads)
+      p.lse[static_cast<std::size_t>(b) * p.heads + head0 + tid] = sum > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
+    if (tid == 0) *done = 0;
+  }
+  named_sync(kBarMath, kMathThreads);
+  // Thread t combines dims 4 (t % 128) .. + 3 of heads 2 j + t / 128, j = 0..15: per split its 16
+  // loads are issued together (the L2 latency is paid once per split, not once per load).
+  const int col = (tid & 127) * 4, hh = tid >> 7;
+  float4 o[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s = 0; s < splits; ++s) {
+    float4 v[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int h = 2 * j + hh;
+      v[j] = head0 + h < p.heads ? __ldcg(reinterpret_cast<const float4*>(
+                                       p.part_o + ((static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h) * kDimV + col))
+                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const float w = weights[(2 * j + hh) * splits + s];  // 0 for heads past p.heads
+      o[j].x += w * v[j].x;
+      o[j].y += w * v[j].y;
+      o[j].z += w * v[j].z;
+      o[j].w += w * v[j].w;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int h = 2 * j + hh;
+    if (head0 + h < p.heads)
+      *reinterpret_cast<uint2*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimV + col) =
+          make_uint2(as_u32(__floats2bfloat162_rn(o[j].x, o[j].y)), as_u32(__floats2bfloat162_rn(o[j].z, o[j].w)));
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -523,7 +592,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     ABTRACK_PHASE(6);
   }
   wgmma_wait_all();  // the last tile's O^T
-  allow_dependent_launch();  // the combine kernel may start its launch (measured: no earlier)
 #ifdef ABTRACK_WGMMA_PHASES
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
     for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
@@ -592,6 +660,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       dst[1] = make_float4(c.x * inv, c.y * inv, c.z * inv, c.w * inv);
     }
   }
+  if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
 }
 
 }  // namespace
