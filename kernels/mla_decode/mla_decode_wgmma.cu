@@ -21,8 +21,9 @@
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
 // values go to the f16 V tile (each math warpgroup writes only the half its own O^T reads), then
 // the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
-// into f16's range (undone in the softmax); RoPE products stay bf16. Design and measurements:
-// docs/mla-decode-kernels.md, sessions 4 and 5.
+// into f16's range (undone in the softmax); RoPE products stay bf16. With splits, the last CTA
+// of a (batch row, head block) to finish combines them (no combine kernel). Design and
+// measurements: docs/mla-decode-kernels.md, sessions 4 and 5.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
