@@ -44,9 +44,8 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
   ids.reserve(entries.size() + 1);
   for (auto& e : entries) {
     if (!record::run_number_of(e.name)) continue;
-    if (auto cached = ctx.cache->get(e.oid, part)) out.push_back(std::move(*cached));
-    else {
-      out.push_back(record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+    if (!ctx.cache->get(e.oid, part, out.emplace_back())) {
+      out.back() = record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name);
       ctx.cache->insert(e.oid, out.back());
     }
     ids.push_back(std::move(e.oid));
@@ -77,7 +76,8 @@ void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::v
                       const std::vector<std::string>& oids, const std::vector<bool>& which) {
   for (std::size_t i = 0; i < oids.size() && i < records.size(); ++i) {
     if (!which[i]) continue;
-    if (auto full = ctx.cache->get(oids[i])) records[i] = std::move(*full);
+    record::Record full;
+    if (ctx.cache->get(oids[i], record::Part::all, full)) records[i] = std::move(full);
     else records[i] = record::parse_record(tree.read_blob(oids[i]), record::record_path(records[i].experiment, records[i].run));
   }
   util::trace("records completed");
