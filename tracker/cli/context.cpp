@@ -33,7 +33,7 @@ Context open_context(const GlobalOptions& g) {
 }
 
 std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree, record::Part part,
-                                         std::vector<std::string>* oids) {
+                                         std::vector<std::string>* oids, int* last_run) {
   std::vector<record::Record> out;
   std::vector<std::string> ids;
   const std::string dir = ctx.plan.runs_dir();
@@ -42,8 +42,11 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
   // reading them.
   out.reserve(entries.size() + 1);
   ids.reserve(entries.size() + 1);
+  int last = 0;
   for (auto& e : entries) {
-    if (!record::run_number_of(e.name)) continue;
+    auto number = record::run_number_of(e.name);
+    if (!number) continue;
+    last = std::max(last, *number);
     if (!ctx.cache->get(e.oid, part, out.emplace_back())) {
       out.back() = record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name);
       ctx.cache->insert(e.oid, out.back());
@@ -69,6 +72,7 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
     ids = std::move(sorted_ids);
   }
   if (oids) *oids = std::move(ids);
+  if (last_run) *last_run = last;
   return out;
 }
 
