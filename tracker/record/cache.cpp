@@ -15,9 +15,10 @@ namespace {
 
 // 3: the machine (host, driver, GPU names) and the artifacts, which the document compares.
 // 4: a header (with its own checksum) first, so a step decodes only the records it shows.
-// 5: the same frames; the file is memory-mapped, so no version truncates it in place any more
-//    (a process that truncated a file another one maps would crash that one with SIGBUS):
-//    versions up to 4 remove a file of another version instead, which a mapping survives.
+// 5: the same frames with a faster checksum; the file is memory-mapped, so no version
+//    truncates it in place any more (a process that truncated a file another one maps would
+//    crash that one with SIGBUS): versions up to 4 remove a file of another version instead,
+//    which a mapping survives.
 constexpr std::string_view kMagic = "abtrack-record-cache 5\n";
 
 class Writer {
@@ -64,10 +65,20 @@ class Reader {
   std::string_view m_in;
 };
 
-std::uint32_t fnv1a(std::string_view s) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
+// The frames' checksum: FNV-1a's xor-and-multiply over 8 bytes at a time (a byte at a time it
+// was ~0.15 ms of a step at 1000 runs, one serial multiply per byte), folded to 32 bits. Each
+// step is a bijection of the state, so a changed word always changes the result.
+std::uint32_t checksum(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ull;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < s.size(); ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+  h = (h ^ s.size()) * 1099511628211ull;
+  return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
 }  // namespace
@@ -89,7 +100,7 @@ std::string encode_frame(const std::string& oid, const Record& r) {
   std::string header = h.take();
   Writer w;
   w.str(oid);
-  w.pod<std::uint32_t>(fnv1a(header));
+  w.pod<std::uint32_t>(checksum(header));
   w.str(header);
   w.str(r.data.reason);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.samples.size()));
@@ -121,7 +132,7 @@ std::string encode_frame(const std::string& oid, const Record& r) {
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
-  frame.pod<std::uint32_t>(fnv1a(payload));
+  frame.pod<std::uint32_t>(checksum(payload));
   return frame.take() + payload;
 }
 
@@ -136,7 +147,7 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   std::string_view oid = in.view();
   auto header_sum = in.pod<std::uint32_t>();
   auto header = in.view();
-  if (part == Part::header && fnv1a(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
+  if (part == Part::header && checksum(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
   Reader h(header);
   r.experiment = h.str();
   r.run = h.pod<std::int32_t>();
@@ -266,7 +277,7 @@ bool RecordCache::get(const std::string& oid, Part part, Record& into) const {
   std::memcpy(&sum, payload.data() - 4, 4);
   // The header has its own checksum (checked by decode_frame): a header read hashes ~100 bytes,
   // not the whole frame.
-  if (part == Part::all && fnv1a(payload) != sum) return false;
+  if (part == Part::all && checksum(payload) != sum) return false;
   try {
     if (decode_frame(payload, into, part) == oid) return true;
   } catch (const std::exception&) {
