@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -126,6 +128,82 @@ TEST_CASE("a corrupt frame is a miss, re-inserted and found again after a reopen
   CHECK(fs::file_size(file) > size);
   record::RecordCache again(file);
   CHECK(again.get("oid2")->run == 2);  // the appended frame wins
+  CHECK(again.get("oid1")->run == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a header read into the caller's record, and a corrupt frame leaves it empty") {
+  fs::path file = cache_with_two_records("abtrack-unit-cache-into");
+  fs::path dir = file.parent_path();
+  {
+    record::RecordCache c(file);
+    record::Record r;
+    REQUIRE(c.get("oid2", record::Part::header, r));
+    CHECK(r.run == 2);
+    CHECK(r.cell == sample_record(2).cell);
+    CHECK(r.data.samples.empty());  // a header only
+    record::Record missing;
+    missing.run = 9;
+    CHECK_FALSE(c.get("oid3", record::Part::header, missing));
+  }
+  {
+    // Corrupt oid1's header (its frame starts right after the magic line).
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::string_view("abtrack-record-cache 5\n").size()) + 8 + 4 + 4 + 4 + 4 + 2);
+    f.put('\x7f');
+  }
+  record::RecordCache c(file);
+  record::Record r;
+  r.run = 5;
+  CHECK_FALSE(c.get("oid1", record::Part::header, r));
+  CHECK(r.run == 0);  // reset, not half-decoded
+  CHECK(r.experiment.empty());
+  CHECK(c.get("oid2", record::Part::header, r));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a torn tail is cut by replacing the file, so a process that maps it keeps reading it") {
+  fs::path file = cache_with_two_records("abtrack-unit-cache-replace");
+  fs::path dir = file.parent_path();
+  auto size = fs::file_size(file);
+  record::RecordCache reader(file);  // maps the file as it is
+  {
+    std::ofstream out(file, std::ios::app | std::ios::binary);
+    out << std::string("\x20\x00\x00\x00garbage", 11);  // a frame cut short by a kill
+  }
+  struct stat before {};
+  REQUIRE(::stat(file.c_str(), &before) == 0);
+  {
+    record::RecordCache c(file);  // finds the torn tail
+    CHECK(c.get("oid2")->run == 2);
+  }
+  struct stat after {};
+  REQUIRE(::stat(file.c_str(), &after) == 0);
+  CHECK(after.st_ino != before.st_ino);  // a new file, not the old one truncated in place
+  CHECK(fs::file_size(file) == size);
+  CHECK(reader.get("oid1")->run == 1);  // the first mapping still reads its frames
+  CHECK(reader.get("oid2")->run == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a cache file of format 4 is another format: removed, and the records are parsed again") {
+  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-v4";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path file = dir / "occ.records";
+  auto frame = record::encode_frame("oid1", sample_record(1));
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "abtrack-record-cache 4\n" << frame;  // the frames were the same; the file was read, not mapped
+  }
+  {
+    record::RecordCache c(file);
+    CHECK_FALSE(c.get("oid1"));
+    CHECK_FALSE(fs::exists(file));
+    c.insert("oid1", sample_record(1));
+    c.save();
+  }
+  record::RecordCache again(file);
   CHECK(again.get("oid1")->run == 1);
   fs::remove_all(dir);
 }

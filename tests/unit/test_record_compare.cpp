@@ -73,3 +73,41 @@ TEST_CASE("comparison against the baseline pool; uncomparable metrics are noted,
   REQUIRE(none.notes.size() == 1);
   CHECK(none.notes[0].starts_with("t: not compared:"));
 }
+
+TEST_CASE("cells_with_runs files each record under the cell plan_cell gives it, and skips the others") {
+  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {w: [4, 8], b: [1, 2, 3]}\nexclude: [{w: 8, b: 3}]\n"
+                            "command: x\nmetrics: {t: {json: t}}\n",
+                            "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto at = [](int run, record::CellValues cell, std::string experiment = "e") {
+    record::Record r;
+    r.experiment = std::move(experiment);
+    r.run = run;
+    r.cell = std::move(cell);
+    return r;
+  };
+  std::vector<record::Record> rs{
+      at(1, {{"w", "8"}, {"b", "2"}}),
+      at(2, {{"b", "1"}, {"w", "4"}}),              // keys in another order: still cell w=4 b=1
+      at(3, {{"w", "8"}, {"b", "3"}}),              // an excluded cell
+      at(4, {{"w", "16"}, {"b", "1"}}),             // a value the plan no longer has
+      at(5, {{"w", "4"}}),                          // an axis missing
+      at(6, {{"w", "4"}, {"b", "1"}, {"x", "1"}}),  // an axis the plan does not have
+      at(7, {{"w", "4"}, {"w", "8"}}),              // the same axis twice, b missing
+      at(8, {{"w", "4"}, {"b", "1"}}, "other"),     // another experiment
+      at(9, {{"w", "4"}, {"b", "1"}}),
+      at(10, {{"w", "8"}, {"b", "2"}}),
+  };
+  auto cells = record::cells_with_runs(p, rs);
+  REQUIRE(cells.size() == 5);
+  for (const auto& c : cells) {
+    std::vector<int> runs, expected;
+    for (const auto* r : c.runs) runs.push_back(r->run);
+    // The slow definition: every record of the experiment whose plan_cell is this cell.
+    for (const auto& r : rs)
+      if (r.experiment == "e")
+        if (auto pc = record::plan_cell(p, r.cell); pc && *pc == c.cell) expected.push_back(r.run);
+    CHECK(runs == expected);
+  }
+  CHECK(cells[0].runs.size() == 2);  // w=4 b=1: runs 2 and 9
+  CHECK(cells[4].runs.size() == 2);  // w=8 b=2: runs 1 and 10
+}

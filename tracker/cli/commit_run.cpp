@@ -176,7 +176,8 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     // Headers only: the document and plot read the bodies of a few dozen records, completed
     // below once the new run is among them (it may join an older pool).
     std::vector<std::string> oids;
-    auto records = load_records(ctx, tip, record::Part::header, &oids);
+    int last_run = 0;
+    auto records = load_records(ctx, tip, record::Part::header, &oids, &last_run);
     // Idempotent: a measurement already in the tip (committed by a recovery) is not committed twice.
     if (std::any_of(records.begin(), records.end(), [&](const record::Record& r) { return r.data.id == draft.data.id; })) {
       gitstore::Change none;
@@ -185,10 +186,9 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     }
     record::Record rec = draft;
     rec.comparison.reset();
-    // The number comes from the tip being built on, so concurrent writers never share one.
-    rec.run = 1;
-    for (const auto& e : tip.list(ctx.plan.runs_dir()))
-      if (auto n = record::run_number_of(e.name)) rec.run = std::max(rec.run, *n + 1);
+    // The number comes from the file names in the tip being built on (listed once, by
+    // load_records), so concurrent writers never share one.
+    rec.run = last_run + 1;
     const auto& run = rec.data;
     records.push_back(rec);
     complete_records(ctx, tip, records, oids, doc::records_read_in_full(ctx.plan, records));

@@ -33,7 +33,7 @@ Context open_context(const GlobalOptions& g) {
 }
 
 std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree, record::Part part,
-                                         std::vector<std::string>* oids) {
+                                         std::vector<std::string>* oids, int* last_run) {
   std::vector<record::Record> out;
   std::vector<std::string> ids;
   const std::string dir = ctx.plan.runs_dir();
@@ -42,11 +42,13 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
   // reading them.
   out.reserve(entries.size() + 1);
   ids.reserve(entries.size() + 1);
+  int last = 0;
   for (auto& e : entries) {
-    if (!record::run_number_of(e.name)) continue;
-    if (auto cached = ctx.cache->get(e.oid, part)) out.push_back(std::move(*cached));
-    else {
-      out.push_back(record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+    auto number = record::run_number_of(e.name);
+    if (!number) continue;
+    last = std::max(last, *number);
+    if (!ctx.cache->get(e.oid, part, out.emplace_back())) {
+      out.back() = record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name);
       ctx.cache->insert(e.oid, out.back());
     }
     ids.push_back(std::move(e.oid));
@@ -70,6 +72,7 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
     ids = std::move(sorted_ids);
   }
   if (oids) *oids = std::move(ids);
+  if (last_run) *last_run = last;
   return out;
 }
 
@@ -77,7 +80,8 @@ void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::v
                       const std::vector<std::string>& oids, const std::vector<bool>& which) {
   for (std::size_t i = 0; i < oids.size() && i < records.size(); ++i) {
     if (!which[i]) continue;
-    if (auto full = ctx.cache->get(oids[i])) records[i] = std::move(*full);
+    record::Record full;
+    if (ctx.cache->get(oids[i], record::Part::all, full)) records[i] = std::move(full);
     else records[i] = record::parse_record(tree.read_blob(oids[i]), record::record_path(records[i].experiment, records[i].run));
   }
   util::trace("records completed");

@@ -41,9 +41,11 @@ Context open_context(const GlobalOptions& g);
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
 // cached by blob id in .git/abtrack/cache/, so only new records are read and parsed. With
 // Part::header a cached record comes with its header only (see record::Part); `oids` gets each
-// record's blob id, for complete_records.
+// record's blob id, for complete_records; `last_run` the highest run number among the file
+// names (0 when there is none).
 std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree,
-                                         record::Part part = record::Part::all, std::vector<std::string>* oids = nullptr);
+                                         record::Part part = record::Part::all, std::vector<std::string>* oids = nullptr,
+                                         int* last_run = nullptr);
 // Replaces records[i] by the whole record of blob oids[i] where which[i] (records past the
 // end of `oids` are left as they are).
 void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::vector<record::Record>& records,

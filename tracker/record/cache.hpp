@@ -2,9 +2,11 @@
 // A cache of parsed records keyed by blob id, kept in an append-only binary file, so commands
 // read and parse only the records that are new since the last command (a history of
 // thousands of runs stays cheap). Only a cache: the records in git are the truth.
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -18,14 +20,21 @@ enum class Part { header, all };
 
 class RecordCache {
  public:
-  // Reads the cache file when it exists and indexes its frames by blob id (a frame is decoded
-  // only when asked for). A missing or foreign file is an empty cache; a torn tail is dropped
-  // (a process killed while appending).
+  // Maps the cache file (read-only) when it exists and indexes its frames by blob id (a frame
+  // is decoded only when asked for). A missing or foreign file is an empty cache; a torn tail
+  // is dropped (a process killed while appending).
   explicit RecordCache(std::filesystem::path file);
+  ~RecordCache();
+  RecordCache(const RecordCache&) = delete;
+  RecordCache& operator=(const RecordCache&) = delete;
   // The record of blob `oid`, decoded from its frame (only the header for Part::header: the
   // other fields stay empty); nullopt when not cached (or when its frame is corrupt: the caller
   // parses the record again and inserts it).
   std::optional<Record> get(const std::string& oid, Part part = Part::all) const;
+  // The same, decoded into `into` (a default-constructed record: a step decodes a thousand
+  // headers straight into its vector, without moving each 1.2 KB record twice); false, with
+  // `into` reset, when not cached or corrupt.
+  bool get(const std::string& oid, Part part, Record& into) const;
   // Adds a parsed record (appended to the file on save()).
   void insert(const std::string& oid, const Record& r);
   // Appends what was added, in one write. Failing to write only costs speed: never throws.
@@ -33,12 +42,15 @@ class RecordCache {
 
  private:
   struct Span {
-    std::size_t offset, size;  // of a frame's payload in m_data
+    const char* data;  // a frame's payload (after its length and checksum)
+    std::size_t size;
   };
   std::filesystem::path m_file;
-  std::string m_data;          // the file's frames, then the frames added since
-  std::size_t m_saved = 0;     // bytes of m_data that are in the file
-  std::unordered_map<std::string, Span> m_frames;  // blob id -> its latest frame
+  const char* m_map = nullptr;  // the file as it was when opened (a private read-only mapping)
+  std::size_t m_map_size = 0;
+  std::deque<std::string> m_added;  // frames added since (a deque: their bytes never move)
+  std::size_t m_saved = 0;          // how many of m_added are in the file
+  std::unordered_map<std::string_view, Span> m_frames;  // blob id (viewed in its frame) -> latest frame
 };
 
 // The fields a document, status and comparisons use, as one binary frame, and back (the
@@ -46,5 +58,7 @@ class RecordCache {
 // decode_frame throws std::runtime_error on malformed input.
 std::string encode_frame(const std::string& oid, const Record& r);
 std::pair<std::string, Record> decode_frame(std::string_view payload, Part part = Part::all);
+// The same into `r` (default-constructed); returns the blob id, a view into `payload`.
+std::string_view decode_frame(std::string_view payload, Record& r, Part part = Part::all);
 
 }  // namespace abtrack::record

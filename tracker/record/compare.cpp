@@ -1,6 +1,7 @@
 #include "record/compare.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,12 +10,37 @@ namespace abtrack::record {
 std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<Record>& records) {
   std::vector<CellRuns> out;
   for (auto& c : plan.cells()) out.push_back(CellRuns{std::move(c), {}});
+  // Called several times a step over every record: a record's cell is located by the position
+  // of each of its values among its axis's values (a number in the mixed radix of the axes'
+  // sizes), without building a plan::Cell per record. The product of the sizes is at most the
+  // number of cells plan.cells() enumerated before exclusions.
+  const auto& axes = plan.axes;
+  auto value_index = [&](std::size_t axis, const std::string& value) -> std::optional<std::size_t> {
+    const auto& values = axes[axis].values;
+    auto it = std::find(values.begin(), values.end(), value);
+    if (it == values.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - values.begin());
+  };
+  std::size_t combos = 1;
+  for (const auto& a : axes) combos *= a.values.size();
+  std::vector<int> slot(axes.empty() ? 0 : combos, -1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::size_t key = 0;
+    for (std::size_t a = 0; a < axes.size(); ++a) key = key * axes[a].values.size() + *value_index(a, out[i].cell.values[a]);
+    if (slot[key] < 0) slot[key] = static_cast<int>(i);
+  }
   for (const auto& r : records) {
-    if (r.experiment != plan.experiment) continue;
-    auto cell = plan_cell(plan, r.cell);
-    if (!cell) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const CellRuns& c) { return c.cell == *cell; });
-    if (it != out.end()) it->runs.push_back(&r);
+    if (r.experiment != plan.experiment || r.cell.size() != axes.size() || axes.empty()) continue;
+    // As plan_cell: each axis's value is the first pair naming the axis, and must be one of its values.
+    std::size_t key = 0;
+    bool known = true;
+    for (std::size_t a = 0; a < axes.size() && known; ++a) {
+      auto kv = std::find_if(r.cell.begin(), r.cell.end(), [&](const auto& p) { return p.first == axes[a].name; });
+      auto v = kv == r.cell.end() ? std::nullopt : value_index(a, kv->second);
+      if (!v) known = false;
+      else key = key * axes[a].values.size() + *v;
+    }
+    if (known && slot[key] >= 0) out[static_cast<std::size_t>(slot[key])].runs.push_back(&r);
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "stats/compare.hpp"
+#include "util/heap_optional.hpp"
 
 namespace abtrack::record {
 
@@ -61,7 +62,7 @@ struct Record {
   std::vector<Artifact> artifacts;  // plan order
   std::string plan_sha256;
   std::string abtrack_version;
-  std::optional<Comparison> comparison;
+  util::HeapOptional<Comparison> comparison;  // on the heap: most records in memory have none
   // How the plan reads each metric; when set, the record lists metrics in this order with
   // their source, unit and direction (not read back from JSON).
   std::vector<plan::Metric> metric_specs;

@@ -8,6 +8,7 @@
 
 #include "gates/gates.hpp"
 #include "plan/plan.hpp"
+#include "util/heap_optional.hpp"
 #include "util/process.hpp"
 
 namespace abtrack::runner {
@@ -68,12 +69,12 @@ struct Run {
   std::string started, finished;   // UTC ISO-8601
   Outcome outcome = Outcome::invalid;
   std::string reason;              // empty for a pass
-  std::optional<Invocation> setup;
+  util::HeapOptional<Invocation> setup;
   std::vector<Invocation> invocations;
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
   std::vector<gates::GateResult> gates;
-  std::optional<Schedule> schedule;
-  std::optional<Placement> placement;
+  util::HeapOptional<Schedule> schedule;
+  util::HeapOptional<Placement> placement;
 };
 
 // The result of the plan's setup command, run once per step/run invocation.
