@@ -309,6 +309,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     int slot = 0;
     for (int i = 0; i < n_tiles; ++i) {
       if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
+      // The first tile alone at first: every CTA of the grid starts at once, and the first tiles
+      // land sooner if the second ones do not compete with them for DRAM (the math of tile 0
+      // hides the second tile's gather).
+      if (i == 1) mbar_wait(&full_s[0], 0);
       std::uint8_t* dst = ring + slot * kStageBytes;
       int id[kRowsPerLane];
       std::uint32_t valid = 0;
