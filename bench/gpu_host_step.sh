@@ -10,28 +10,15 @@ rounds="$1"; shift
 bins=()
 for b in "$@"; do if [ -f "$b" ]; then bins+=("$(realpath "$b")"); else bins+=("$b"); fi; done
 set -- "${bins[@]}"
+here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cd "$work"
-git init -q . && git config user.name bench && git config user.email bench@example.com
-cat > abtrack.yaml <<'Y'
-experiment: gpu-step
-doc: STEP_AB.md
-axes:
-  variant: [a, b]
-baseline: {variant: a}
-command: >-
-  echo '{"t": [1, 2, 3], "err": 0}'
-metrics:
-  t: {json: t, better: lower, unit: us}
-  err: {json: err}
-gates: [err <= 0.01]
-Y
-git add -A && git commit -qm plan
-for b in "$@"; do $b -q step --cell variant=a >/dev/null 2>&1; done  # warm-up, and the baseline run
+python3 "$here/bench/make_history.py" "$work/repo" 0  # the benchmark's experiment, no runs yet
+cd "$work/repo"
+for b in "$@"; do $b -q step --cell variant=a,batch=1 >/dev/null 2>&1; done  # warm-up, and the baseline run
 for _ in $(seq "$rounds"); do
   i=0
   for b in "$@"; do
-    s=$(date +%s%N); $b -q step --cell variant=b >/dev/null 2>&1; e=$(date +%s%N)
+    s=$(date +%s%N); $b -q step --cell variant=b,batch=1 >/dev/null 2>&1; e=$(date +%s%N)
     echo "binary$i $(( (e - s) / 1000 ))"; i=$((i + 1))
   done
 done | tee "$work/times.txt"
