@@ -293,7 +293,7 @@ int run_cpu(const Options& o) {
   j.add("gbps", mla::decode_bytes(o.shape) / (med * 1e-6) / 1e9);
   j.add("tflops", mla::decode_flops(o.shape) / (med * 1e-6) / 1e12);
   for (const char* k : {"roofline_us", "roofline_frac", "regs_per_thread", "smem_bytes", "ctas_per_sm",
-                        "warps_per_sm", "local_bytes", "copy_gbps"})
+                        "warps_per_sm", "cluster", "local_bytes", "copy_gbps"})
     j.add_null(k);
   j.add("device", "cpu");
   j.add("feasible", true);
@@ -314,6 +314,7 @@ int print_infeasible(const Options& o, const std::string& device, const std::str
   j.add("smem_bytes", static_cast<long long>(smem));
   j.add_null("ctas_per_sm");
   j.add_null("warps_per_sm");
+  j.add_null("cluster");
   j.add("device", device);
   j.add("feasible", false);
   j.add("why", why);
@@ -373,6 +374,7 @@ int run_cuda(const Options& o) {
   j.add("smem_bytes", static_cast<long long>(plan.smem_bytes));
   j.add("ctas_per_sm", plan.ctas_per_sm);
   j.add("warps_per_sm", plan.warps_per_sm);
+  j.add("cluster", plan.cluster);
   j.add("local_bytes", static_cast<long long>(plan.local_bytes));
   j.add("copy_gbps", copy_bw / 1e9);
   j.add("matrix_tflops", kMatrixFlopsPerS / 1e12);

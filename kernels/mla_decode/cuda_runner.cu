@@ -3,6 +3,9 @@
 #include "cuda_check.cuh"
 #include "mla_decode_kernels.cuh"
 
+#ifndef ABTRACK_WGMMA_CLUSTER
+#define ABTRACK_WGMMA_CLUSTER 1  // 0: the wgmma kernel's splits always combined by the last CTA
+#endif
 #ifndef ABTRACK_MLA_PDL
 #define ABTRACK_MLA_PDL 1  // 0: the combine kernel waits for the decode kernel like any launch
 #endif
@@ -49,6 +52,29 @@ double median_of(std::vector<double> v) {
 const void* kernel_for(const CudaConfig& config) {
   if (config.math == Math::wgmma) return decode_kernel_wgmma();
   return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
+}
+
+// The decode grid: (splits, head blocks, batch).
+dim3 launch_grid(const LaunchPlan& lp, int heads, int batch) {
+  return dim3(static_cast<unsigned>(lp.splits), static_cast<unsigned>((heads + kHeadsPerCta - 1) / kHeadsPerCta),
+              static_cast<unsigned>(batch));
+}
+
+// `cfg` launches `grid` x `block` in clusters of `cluster` CTAs along x; `attr` is its attribute.
+void cluster_launch_config(cudaLaunchConfig_t& cfg, cudaLaunchAttribute& attr, dim3 grid, dim3 block,
+                           std::size_t smem, int cluster, cudaStream_t stream) {
+  cfg = cudaLaunchConfig_t{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  attr = cudaLaunchAttribute{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
 }
 
 }  // namespace
@@ -208,7 +234,24 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
              std::to_string(threads) + " threads, " + std::to_string(f.smem_bytes) + " B shared memory)";
     return lp;
   }
-  if (lp.splits > 1) {
+  const bool pow2 = (lp.splits & (lp.splits - 1)) == 0;
+  if (ABTRACK_WGMMA_CLUSTER && config.math == Math::wgmma && lp.splits >= 2 && lp.splits <= 8 && pow2) {
+    // The splits of a row and head block as one cluster, combined through distributed shared
+    // memory; only where clusters of that size keep as many CTAs resident as without them.
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    cluster_launch_config(cfg, attr, launch_grid(lp, d.shape.heads, d.shape.batch), dim3(static_cast<unsigned>(threads)),
+                          lp.smem_bytes, lp.splits, nullptr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();  // not launchable in clusters here: the other combine
+      clusters = 0;
+    }
+    const long long ctas = static_cast<long long>(cfg.gridDim.x) * cfg.gridDim.y * cfg.gridDim.z;
+    const long long resident = static_cast<long long>(lp.ctas_per_sm) * d.info.sm_count;
+    if (static_cast<long long>(clusters) * lp.splits >= std::min(ctas, resident)) lp.cluster = lp.splits;
+  }
+  if (lp.splits > 1 && lp.cluster == 1) {
     const std::size_t rows = static_cast<std::size_t>(d.shape.batch) * lp.splits * d.shape.heads;
     if (d.part_o.count < rows * 512) d.part_o.allocate(rows * 512, "split partials");
     if (d.part_lse.count < rows) d.part_lse.allocate(rows, "split lse");
@@ -251,13 +294,18 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
   p.tiles_per_split = lp.tiles_per_split;
   p.stages = lp.config.stages;
   p.scale_log2 = d.scale_log2;
-  const dim3 grid(static_cast<unsigned>(lp.splits),
-                  static_cast<unsigned>((d.shape.heads + kHeadsPerCta - 1) / kHeadsPerCta),
-                  static_cast<unsigned>(d.shape.batch));
+  p.cluster = lp.cluster > 1 ? 1 : 0;
+  const dim3 grid = launch_grid(lp, d.shape.heads, d.shape.batch);
   const dim3 block(static_cast<unsigned>(cuda_threads(lp.config)));
   void* args[] = {&p};
-  CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args,
-                              lp.smem_bytes, d.stream));
+  if (lp.cluster > 1) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    cluster_launch_config(cfg, attr, grid, block, lp.smem_bytes, lp.cluster, d.stream);
+    CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel_for(lp.config), args));
+  } else {
+    CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args, lp.smem_bytes, d.stream));
+  }
   CUDA_CHECK(cudaGetLastError());
   if (lp.splits > 1 && lp.config.math != Math::wgmma) {  // the wgmma kernel combines its splits itself
     const float* po = d.part_o.ptr;

@@ -41,6 +41,8 @@ struct LaunchPlan {
   std::size_t local_bytes = 0;  // per-thread local memory (spills)
   int ctas_per_sm = 0;
   int warps_per_sm = 0;
+  int cluster = 1;           // CTAs per cluster: the splits (wgmma kernel, splits 2, 4 or 8, when
+                             // clusters of that size keep as many CTAs resident), else 1
 };
 
 // Measures device-to-device copy bandwidth (bytes read + written per second) with `bytes`-sized

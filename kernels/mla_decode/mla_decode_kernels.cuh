@@ -21,6 +21,9 @@ struct KernelParams {
                                  // before a launch, and again after it)
   int batch, heads, topk, splits, tiles, tiles_per_split, stages;
   float scale_log2;              // softmax scale * log2(e)
+  int cluster;                   // wgmma kernel: 1 when launched in clusters of `splits` CTAs along x,
+                                 // whose splits are combined through distributed shared memory
+                                 // (no partials, no counts); 0: the last CTA combines them
 };
 
 // The decode kernel instantiation for (warps, tile, math fma, dequant bits), or nullptr for
@@ -30,7 +33,10 @@ const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 
 // The wgmma kernel (`--math wgmma`): two math warpgroups and a producer warpgroup, 64-token
 // tiles; stages is a run-time argument. Same grid and parameters; with splits it combines them
-// itself (the last CTA of a row and head block), so no combine kernel follows it.
+// itself, so no combine kernel follows it: launched in clusters of `splits` CTAs along x
+// (cudaLaunchAttributeClusterDimension, params.cluster = 1) each CTA combines its share of the
+// heads from its peers' shared memory; otherwise the last CTA of a row and head block combines
+// them from the partials.
 const void* decode_kernel_wgmma();
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,

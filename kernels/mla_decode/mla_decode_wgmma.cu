@@ -46,6 +46,11 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #ifndef ABTRACK_WGMMA_PRODUCERS
 #define ABTRACK_WGMMA_PRODUCERS 4
 #endif
+// The softmax's rescaling check as one barrier with an OR (-DABTRACK_WGMMA_VOTE=0: the column
+// maxima reduced at every tile, for comparison).
+#ifndef ABTRACK_WGMMA_VOTE
+#define ABTRACK_WGMMA_VOTE 1
+#endif
 constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
 constexpr int kRowsPerProducer = kTile / kProducers;  // rows of a tile each of them copies
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
@@ -83,6 +88,16 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Barrier `id` (1 or 2) among the 128 threads of one warpgroup.
 __device__ __forceinline__ void warpgroup_barrier(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+// Barrier `id` among the 128 threads of one warpgroup that returns whether `v` holds in any of them.
+__device__ __forceinline__ bool warpgroup_any(int id, bool v) {
+  std::uint32_t r;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, 128, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(r)
+      : "r"(static_cast<std::uint32_t>(v)), "r"(id)
+      : "memory");
+  return r != 0;
+}
 __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -111,6 +126,36 @@ __device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::u
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
       "l"(src), "n"(kTokenBytes), "r"(smem_addr(bar))
       : "memory");
+}
+
+// Thread block clusters: a barrier of every thread of the cluster (release / acquire: the shared
+// memory written before it is seen by every CTA after it), this CTA's rank, and loads from the
+// shared memory of CTA `rank` at the place of a local address.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ int cluster_rank() {
+  int r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ std::uint32_t cluster_addr(const void* p, int rank) {
+  std::uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float ld_cluster(std::uint32_t addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 ld_cluster4(std::uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // d (64 x 32, f32) += A (64 x 16) * B (16 x 32, K-major): A K-major (kTransA 0) or M-major (1).
@@ -246,6 +291,64 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
+// The splits' combine inside a cluster of `splits` CTAs (p.cluster): every CTA has staged its
+// unnormalized O (f32 [head][dim] at o_stage), and its running maximum m (log2) and sum l per head
+// (m_s, l_s), then passed a cluster barrier. CTA r combines heads r * 32 / splits .. (32 / splits
+// of them) from every CTA's shared memory: weights exp2(m_s - M) / L with M the largest m and L
+// the weighted sum of l, the bf16 output and lse written at once. The caller passes a second
+// cluster barrier before exiting (its shared memory is read by the others until then).
+// `weights` (32 floats) is shared memory this CTA is done with.
+__device__ void combine_in_cluster(const KernelParams& p, int b, int head0, const float* o_stage, const float* m_s,
+                                   const float* l_s, float* weights, int tid) {
+  const int splits = p.splits;  // 2, 4 or 8 (the runner launches clusters of that size only)
+  const int per = kHeads / splits;
+  const int first = cluster_rank() * per;
+  if (tid < kHeads) {
+    // Lane group of `splits` lanes per head: lane s reads split s's m and l.
+    const int hl = tid / splits, s = tid % splits, h = first + hl;
+    const float m = ld_cluster(cluster_addr(m_s + h, s));
+    const float l = ld_cluster(cluster_addr(l_s + h, s));
+    float big = m;
+    for (int o = 1; o < splits; o <<= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+    const float w = exp2f(m - big);
+    float sum = w * l;
+    for (int o = 1; o < splits; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    weights[tid] = sum > 0.0f ? w / sum : 0.0f;
+    if (s == 0 && head0 + h < p.heads)
+      p.lse[static_cast<std::size_t>(b) * p.heads + head0 + h] = sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
+  }
+  named_sync(kBarMath, kMathThreads);
+  // Thread t: 4 dims (4 (t % 128) ..) of heads first + 2 j + t / 128, j < per / 2; all of a
+  // split's loads issued together.
+  const int col = (tid & 127) * 4, hh = tid >> 7, jn = per / 2;
+  float4 o[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s = 0; s < splits; ++s) {
+    const std::uint32_t base = cluster_addr(o_stage, s);
+    float4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if (j < jn) v[j] = ld_cluster4(base + ((first + 2 * j + hh) * kDimV + col) * 4);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (j >= jn) continue;
+      const float w = weights[(2 * j + hh) * splits + s];
+      o[j].x += w * v[j].x;
+      o[j].y += w * v[j].y;
+      o[j].z += w * v[j].z;
+      o[j].w += w * v[j].w;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int h = first + 2 * j + hh;
+    if (j < jn && head0 + h < p.heads)
+      *reinterpret_cast<uint2*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimV + col) =
+          make_uint2(as_u32(__floats2bfloat162_rn(o[j].x, o[j].y)), as_u32(__floats2bfloat162_rn(o[j].z, o[j].w)));
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -280,6 +383,21 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
   const int stages = p.stages;
 
+  // The math warps' Q rows (12 loads each, converted below) in flight with the index loads.
+  uint4 qc[4][3];
+  if (wg < 2) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int h = warp * 4 + r;
+      const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimQk;
+      const bool real = head0 + h < p.heads;
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane) : zero;
+      qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane + 1) : zero;
+      qc[r][2] = real && lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane) : zero;
+    }
+  }
+
   // The split's indices (-1 past topk), four loads in flight per thread.
   for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kThreads) {
     int v[4];
@@ -303,7 +421,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   if (wg == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
-    if (pw >= kProducers) return;
+    if (pw >= kProducers) {
+      if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
+      return;
+    }
     constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
     const bool active = lane < kRowsPerProducer;
     int slot = 0;
@@ -336,6 +457,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
                         p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes, &full_s[slot]);
       slot = slot + 1 == stages ? 0 : slot + 1;
     }
+    if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
     return;
   }
 
@@ -343,19 +465,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
   // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
-  // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8).
-  // (All 12 loads first: one row at a time, each row waited for its loads.)
-  uint4 qc[4][3];
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int h = warp * 4 + r;
-    const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimQk;
-    const bool real = head0 + h < p.heads;
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane) : zero;
-    qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane + 1) : zero;
-    qc[r][2] = real && lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane) : zero;
-  }
+  // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8). The rows
+  // were loaded before the indices (above).
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int h = warp * 4 + r;
@@ -532,25 +643,41 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       const int r0 = 16 * wl + g;
       const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
       float x[8], cmax[4];
+      bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int j = c >> 1, e = c & 1;
         x[4 * j + e] = v0 ? sacc[4 * j + e] * qinv[c] : -INFINITY;
         x[4 * j + 2 + e] = v1 ? sacc[4 * j + 2 + e] * qinv[c] : -INFINITY;
         cmax[c] = fmaxf(x[4 * j + e], x[4 * j + 2 + e]);
-#pragma unroll
-        for (int o = 4; o < 32; o <<= 1) cmax[c] = fmaxf(cmax[c], __shfl_xor_sync(0xffffffffu, cmax[c], o));
-        if (g == 0) red_s[(wg * 4 + wl) * 16 + 8 * j + 2 * t4 + e] = cmax[c];
+        up = up || cmax[c] > m_run[c] + kRescaleLog2;
       }
-      warpgroup_barrier(1 + wg);
+      // Lazy rescaling as in the mma kernels: the maximum moves only by more than 2^8. Whether
+      // any column of the warpgroup's moves is one barrier with an OR; only then are the column
+      // maxima reduced (over g by shuffles, over the warps in shared memory).
+#if ABTRACK_WGMMA_VOTE
+      const bool rescale = warpgroup_any(1 + wg, up);
+#else
+      const bool rescale = true;
+#endif
+      if (rescale) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+#pragma unroll
+          for (int o = 4; o < 32; o <<= 1) cmax[c] = fmaxf(cmax[c], __shfl_xor_sync(0xffffffffu, cmax[c], o));
+          if (g == 0) red_s[(wg * 4 + wl) * 16 + 8 * (c >> 1) + 2 * t4 + (c & 1)] = cmax[c];
+        }
+        warpgroup_barrier(1 + wg);
+      }
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int j = c >> 1, e = c & 1;
         const int col = 8 * j + 2 * t4 + e;
-        float tmax = red_s[(wg * 4) * 16 + col];
+        float tmax = kMinusBig;
+        if (rescale) {
 #pragma unroll
-        for (int w = 1; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
-        // Lazy rescaling as in the mma kernels: the maximum moves only by more than 2^8.
+          for (int w = 0; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
+        }
         const float m_new = tmax > m_run[c] + kRescaleLog2 ? tmax : m_run[c];
         const float alpha = m_new == m_run[c] ? 1.0f : fast_exp2(m_run[c] - m_new);
         const float p0 = fast_exp2(x[4 * j + e] - m_new);
@@ -635,7 +762,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
     for (int w = 0; w < 4; ++w) l += red_s[(wgh * 4 + w) * 16 + col];
     l_s[tid] = l;
-    if (head0 + tid < p.heads) {
+    if (head0 + tid < p.heads && !p.cluster) {
       const float lse2 = m_s[tid] + log2f(l);
       const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
       if (p.splits == 1)
@@ -643,6 +770,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       else
         p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] = l > 0.0f ? lse2 : -INFINITY;
     }
+  }
+  if (p.cluster) {  // the splits of this row and head block are the CTAs of this cluster
+    cluster_sync();
+    combine_in_cluster(p, b, head0, o_stage, m_s, l_s, alpha_s, tid);
+    cluster_sync();
+    return;
   }
   named_sync(kBarMath, kMathThreads);
   for (int k = tid; k < kHeads * (kDimV / 8); k += kMathThreads) {

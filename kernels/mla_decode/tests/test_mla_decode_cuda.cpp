@@ -196,7 +196,13 @@ MLA_TEST("wgmma") {
   const mla::Reference ref = mla::reference_decode(in, mla::default_softmax_scale());
   mla::CudaDecoder dec(in, mla::default_softmax_scale());
   for (int stages : {1, 2})
-    for (int splits : {1, 8, 32}) check_variant(dec, in, ref, config(stages, splits), counts, "wgmma medium");
+    for (int splits : {1, 2, 4, 8, 32}) check_variant(dec, in, ref, config(stages, splits), counts, "wgmma medium");
+  // Splits 2, 4 and 8 run as clusters combined in distributed shared memory, others (3 above, 32)
+  // through the partials and the last CTA.
+  for (int splits : {2, 3, 4, 8, 32}) {
+    const int cluster = dec.plan(config(2, splits)).cluster;
+    MLA_CHECK(cluster == (splits == 3 || splits == 32 ? 1 : splits), "splits %d: cluster of %d", splits, cluster);
+  }
   MLA_CHECK(counts.infeasible == 0, "stages 1 and 2 fit (%d refused)", counts.infeasible);
   check_variant(dec, in, ref, config(3, 8), counts, "wgmma medium");
   MLA_CHECK(counts.infeasible == 1, "3 stages are refused");

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Side-by-side A/B of kernel builds on a GPU machine: builds every variant, then runs the bench
+# for every shape with the variants interleaved (variant order rotated each repetition), REPS
+# times. Prints one line per run and writes ab.jsonl (each bench line with "variant" and "rep")
+# and ab.txt to $OUT.
+# Usage (repository root): OUT=DIR bash kernels/mla_decode/tools/ab.sh REPS "SHAPE;SHAPE..." NAME=SRC[@FLAGS]...
+#   SRC    a folder with the kernels/ CMake project (kernels, or an old tree exported with
+#          `git archive REV kernels cmake | tar -x -C DIR`, then DIR/kernels)
+#   FLAGS  extra CUDA compile flags, e.g. -DABTRACK_WGMMA_VOTE=0
+#   SHAPE  bench arguments, e.g. "--batch 64 --heads 32" (CONFIG below is added to each)
+# CONFIG (environment) defaults to the wgmma kernel: --math wgmma --warps 8 --tile 64 --stages 2.
+# AB_TESTS=NAME runs the CUDA tests (ctest -R cuda) of that variant's build before timing
+# (ctest.log in $OUT).
+set -u
+reps="$1"; shapes="$2"; shift 2
+out="${OUT:-/tmp/mla_ab}"
+config="${CONFIG:---math wgmma --warps 8 --tile 64 --stages 2}"
+mkdir -p "$out"
+names=()
+for spec in "$@"; do
+  name="${spec%%=*}"; rest="${spec#*=}"
+  src="${rest%%@*}"; flags=""
+  [ "$rest" != "$src" ] && flags="${rest#*@}"
+  names+=("$name")
+  (cmake -S "$src" -B "build-ab-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_FLAGS=$flags" &&
+   cmake --build "build-ab-$name" -j "$(nproc)") >"$out/build-$name.log" 2>&1 &
+done
+wait
+for name in "${names[@]}"; do
+  [ -x "build-ab-$name/kernels/mla_decode_bench" ] || { echo "build of $name failed:"; tail -20 "$out/build-$name.log"; exit 1; }
+done
+if [ -n "${AB_TESTS:-}" ]; then
+  (cd "build-ab-$AB_TESTS" && timeout 900 ctest --output-on-failure -R cuda) >"$out/ctest.log" 2>&1
+  echo "tests of $AB_TESTS (rc $?):"; grep -E 'variants ran|tests passed|FAILED|CHECK' "$out/ctest.log" | head -20
+fi
+here="$(cd "$(dirname "$0")" && pwd)"
+IFS=';' read -r -a shape_list <<<"$shapes"
+n=${#names[@]}
+for ((rep = 1; rep <= reps; rep++)); do
+  for shape in "${shape_list[@]}"; do
+    for ((k = 0; k < n; k++)); do
+      name="${names[$(((k + rep - 1) % n))]}"
+      # shellcheck disable=SC2086
+      timeout 180 "build-ab-$name/kernels/mla_decode_bench" --device cuda $shape $config >"$out/last.txt" 2>>"$out/ab.log"
+      tail -n 1 "$out/last.txt" | python3 "$here/ab_line.py" "$name" "$rep" "$shape" "$out/ab.jsonl" | tee -a "$out/ab.txt"
+    done
+  done
+done
