@@ -47,7 +47,7 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #define ABTRACK_WGMMA_PRODUCERS 4
 #endif
 // The softmax's rescaling check as one barrier with an OR (-DABTRACK_WGMMA_VOTE=0: the column
-// maxima reduced at every tile, for comparison).
+// maxima reduced and O^T scaled at every tile, for comparison).
 #ifndef ABTRACK_WGMMA_VOTE
 #define ABTRACK_WGMMA_VOTE 1
 #endif
@@ -71,6 +71,7 @@ constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
 // A slot's arrival is an mbarrier (the bulk copies complete it).
 constexpr int kBarMath = 3;
 constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
+constexpr int kBarVote = 6;   // the math warps' rescaling vote
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -88,11 +89,11 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Barrier `id` (1 or 2) among the 128 threads of one warpgroup.
 __device__ __forceinline__ void warpgroup_barrier(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
-// Barrier `id` among the 128 threads of one warpgroup that returns whether `v` holds in any of them.
-__device__ __forceinline__ bool warpgroup_any(int id, bool v) {
+// Barrier `id` among the 256 math threads that returns whether `v` holds in any of them.
+__device__ __forceinline__ bool math_any(int id, bool v) {
   std::uint32_t r;
   asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, 128, q;\nselp.u32 %0, 1, 0, p;\n}\n"
+      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, 256, q;\nselp.u32 %0, 1, 0, p;\n}\n"
       : "=r"(r)
       : "r"(static_cast<std::uint32_t>(v)), "r"(id)
       : "memory");
@@ -552,6 +553,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
   int slot = 0;
   std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
+  bool rescale_any = true;   // some head's maximum moved in this tile (alpha_s written)
   ABTRACK_PHASE(7);  // prologue
   for (int it = 0; it < n_tiles; ++it) {
     mbar_wait(&full_s[slot], parity);  // tile it has landed
@@ -653,13 +655,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         up = up || cmax[c] > m_run[c] + kRescaleLog2;
       }
       // Lazy rescaling as in the mma kernels: the maximum moves only by more than 2^8. Whether
-      // any column of the warpgroup's moves is one barrier with an OR; only then are the column
-      // maxima reduced (over g by shuffles, over the warps in shared memory).
+      // any column of the tile moves is one barrier of the math warps with an OR; only then are
+      // the column maxima reduced (over g by shuffles, over the warps in shared memory) and O^T
+      // scaled by alpha.
 #if ABTRACK_WGMMA_VOTE
-      const bool rescale = warpgroup_any(1 + wg, up);
-#else
-      const bool rescale = true;
+      rescale_any = math_any(kBarVote, up);  // both warpgroups: O^T skips alpha when no column moved
 #endif
+      const bool rescale = rescale_any;
       if (rescale) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
@@ -688,7 +690,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         __half* pcol = reinterpret_cast<__half*>(p_s + (head >> 3) * 128 + (head & 7) * 16);
         pcol[(r0 >> 3) * 256 + (r0 & 7)] = __float2half_rn(p0);
         pcol[((r0 + 8) >> 3) * 256 + (r0 & 7)] = __float2half_rn(p1);
-        if (wl == 0 && g == 0) alpha_s[head] = alpha;
+        if (wl == 0 && g == 0 && rescale_any) alpha_s[head] = alpha;
       }
     }
     ABTRACK_PHASE(4);
@@ -699,16 +701,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),
     // left running: the next tile's loads and conversion overlap it.
     {
-      float al[8];
+      float al[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
+        if (!rescale_any) break;
         al[2 * j] = alpha_s[8 * j + 2 * t4];
         al[2 * j + 1] = alpha_s[8 * j + 2 * t4 + 1];
       }
       bool ones = true;
 #pragma unroll
       for (int i = 0; i < 8; ++i) ones = ones && al[i] == 1.0f;
-      if (!__all_sync(0xffffffffu, ones)) {
+      if (rescale_any && !__all_sync(0xffffffffu, ones)) {
 #pragma unroll
         for (int mb = 0; mb < 4; ++mb)
 #pragma unroll
