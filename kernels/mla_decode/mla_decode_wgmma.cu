@@ -21,9 +21,12 @@
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
 // values go to the f16 V tile (each math warpgroup writes only the half its own O^T reads), then
 // the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
-// into f16's range (undone in the softmax); RoPE products stay bf16. With splits, the last CTA
-// of a (batch row, head block) to finish combines them (no combine kernel). Design and
-// measurements: docs/mla-decode-kernels.md, sessions 4 and 5.
+// into f16's range (undone in the softmax); RoPE products stay bf16. The softmax's rescaling
+// check is one barrier with an OR. The epilogue writes from the accumulators. With splits there
+// is no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
+// accumulators through distributed shared memory; other counts are combined by the last CTA of
+// a (batch row, head block) to finish. Design and measurements: docs/mla-decode-kernels.md,
+// sessions 4 to 6.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -193,8 +196,8 @@ __device__ __forceinline__ void wgmma_n32_rs_bf16(float (&d)[16], const std::uin
 // Q and the f16 tile keep each block of 16 dims as its 8 even dims, then its 8 odd ones: the
 // order in which a thread's A fragment holds them (one 4-byte load of e4m3 values, turned into
 // an even and an odd f16x2 by the bit trick, are k 2 t4, 2 t4 + 1 and k 2 t4 + 8, 2 t4 + 9).
-// dim_of maps a stored position to its dim.
-__device__ __forceinline__ int dim_of(int pos) { return (pos & ~15) | ((pos & 7) << 1) | ((pos >> 3) & 1); }
+// Position p of a 16-position block holds dim (p & 7) * 2 + (p >> 3): so O^T's accumulator rows
+// g and g + 8 are dims 2 g and 2 g + 1 (the epilogue writes them as one bf16 pair).
 __device__ __forceinline__ std::uint32_t ld_u32(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 __device__ __forceinline__ void st_u32(std::uint8_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
 
@@ -292,64 +295,6 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
-// The splits' combine inside a cluster of `splits` CTAs (p.cluster): every CTA has staged its
-// unnormalized O (f32 [head][dim] at o_stage), and its running maximum m (log2) and sum l per head
-// (m_s, l_s), then passed a cluster barrier. CTA r combines heads r * 32 / splits .. (32 / splits
-// of them) from every CTA's shared memory: weights exp2(m_s - M) / L with M the largest m and L
-// the weighted sum of l, the bf16 output and lse written at once. The caller passes a second
-// cluster barrier before exiting (its shared memory is read by the others until then).
-// `weights` (32 floats) is shared memory this CTA is done with.
-__device__ void combine_in_cluster(const KernelParams& p, int b, int head0, const float* o_stage, const float* m_s,
-                                   const float* l_s, float* weights, int tid) {
-  const int splits = p.splits;  // 2, 4 or 8 (the runner launches clusters of that size only)
-  const int per = kHeads / splits;
-  const int first = cluster_rank() * per;
-  if (tid < kHeads) {
-    // Lane group of `splits` lanes per head: lane s reads split s's m and l.
-    const int hl = tid / splits, s = tid % splits, h = first + hl;
-    const float m = ld_cluster(cluster_addr(m_s + h, s));
-    const float l = ld_cluster(cluster_addr(l_s + h, s));
-    float big = m;
-    for (int o = 1; o < splits; o <<= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
-    const float w = exp2f(m - big);
-    float sum = w * l;
-    for (int o = 1; o < splits; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    weights[tid] = sum > 0.0f ? w / sum : 0.0f;
-    if (s == 0 && head0 + h < p.heads)
-      p.lse[static_cast<std::size_t>(b) * p.heads + head0 + h] = sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
-  }
-  named_sync(kBarMath, kMathThreads);
-  // Thread t: 4 dims (4 (t % 128) ..) of heads first + 2 j + t / 128, j < per / 2; all of a
-  // split's loads issued together.
-  const int col = (tid & 127) * 4, hh = tid >> 7, jn = per / 2;
-  float4 o[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int s = 0; s < splits; ++s) {
-    const std::uint32_t base = cluster_addr(o_stage, s);
-    float4 v[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      if (j < jn) v[j] = ld_cluster4(base + ((first + 2 * j + hh) * kDimV + col) * 4);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (j >= jn) continue;
-      const float w = weights[(2 * j + hh) * splits + s];
-      o[j].x += w * v[j].x;
-      o[j].y += w * v[j].y;
-      o[j].z += w * v[j].z;
-      o[j].w += w * v[j].w;
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int h = first + 2 * j + hh;
-    if (j < jn && head0 + h < p.heads)
-      *reinterpret_cast<uint2*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimV + col) =
-          make_uint2(as_u32(__floats2bfloat162_rn(o[j].x, o[j].y)), as_u32(__floats2bfloat162_rn(o[j].z, o[j].w)));
-  }
-}
-
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -357,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #endif
   extern __shared__ __align__(128) std::uint8_t smem[];
   // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
-  // token row (t % 8) * 16: M-major A of O^T (M = positions, dim_of(position) the dim).
+  // token row (t % 8) * 16: M-major A of O^T (M = positions, each 16 of them 8 even dims, then 8 odd).
   std::uint8_t* kv_s = smem;
   std::uint8_t* qn_s = kv_s + kKvBytes;  // Q * c_h, f16: (db * 4 + head block) * 128, K-major
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
@@ -734,13 +679,15 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
 #endif
 
-  // Epilogue: l reduced over rows (g by shuffles, warps in shared memory), then O^T staged in
-  // the K/V tile's place as f32 [head][dim], then written row by row (16-byte stores).
+  // Epilogue, straight from the accumulators: a thread's oacc[mb][4 j + e] and oacc[mb][4 j + 2 + e]
+  // are dims d0 and d0 + 1 (d0 = 256 wg + 64 mb + 16 wl + 2 g) of head 8 j + 2 t4 + e, one 4-byte
+  // bf16 pair (8 lanes write 32 contiguous bytes of a head's row). First l, reduced over rows (g
+  // by shuffles, warps in shared memory), with m per head in m_s and l in l_s.
 #pragma unroll
   for (int c = 0; c < 4; ++c)
 #pragma unroll
     for (int o = 4; o < 32; o <<= 1) l_part[c] += __shfl_xor_sync(0xffffffffu, l_part[c], o);
-  named_sync(kBarMath, kMathThreads);  // every math warp is done with red_s and the K/V tile
+  named_sync(kBarMath, kMathThreads);  // every math warp is done with red_s and the tiles
   if (g == 0) {
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -749,15 +696,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       if (wl == 0) m_s[16 * wg + col] = m_run[c];
     }
   }
-  float* o_stage = reinterpret_cast<float*>(kv_s);
-#pragma unroll
-  for (int mb = 0; mb < 4; ++mb)
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int pos = (wg * 4 + mb) * 64 + 16 * wl + g + ((i & 2) ? 8 : 0);
-      const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
-      o_stage[head * kDimV + dim_of(pos)] = oacc[mb][i];
-    }
   named_sync(kBarMath, kMathThreads);
   if (tid < kHeads) {
     const int wgh = tid >> 4, col = tid & 15;
@@ -774,33 +712,113 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] = l > 0.0f ? lse2 : -INFINITY;
     }
   }
-  if (p.cluster) {  // the splits of this row and head block are the CTAs of this cluster
-    cluster_sync();
-    combine_in_cluster(p, b, head0, o_stage, m_s, l_s, alpha_s, tid);
-    cluster_sync();
+  const int d_thread = 256 * wg + 16 * wl + 2 * g;  // + 64 mb: this thread's even dims
+  if (p.cluster) {
+    // The splits are the CTAs of this cluster. Each stages its accumulators in their own order
+    // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
+    // CTA combines its share of the blocks (the threads that hold them in registers read the same
+    // thread's values of the other CTAs) with weights per head and split.
+    const int splits = p.splits;  // 2, 4 or 8
+    const int rank = cluster_rank();
+    float4* stage4 = reinterpret_cast<float4*>(kv_s);
+    const int wt = tid & 127;
+    // This CTA's blocks (the others' are staged): with up to 4 splits m-blocks mb * splits / 4 ==
+    // rank of both warpgroups, with 8 one block.
+    bool mine[4];
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb)
+      mine[mb] = splits <= 4 ? mb * splits / 4 == rank : (mb == rank >> 1 && wg == (rank & 1));
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb)
+      if (!mine[mb])
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          stage4[((wg * 4 + mb) * 4 + q) * 128 + wt] =
+              make_float4(oacc[mb][4 * q], oacc[mb][4 * q + 1], oacc[mb][4 * q + 2], oacc[mb][4 * q + 3]);
+    cluster_sync();  // every CTA's accumulators, m_s and l_s
+    float* wts = reinterpret_cast<float*>(p_s);  // [head][split]: exp2(m_k - M) / L
+    if (tid < kHeads) {
+      float mk[8], lk[8], big = kMinusBig;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        mk[k] = k < splits ? ld_cluster(cluster_addr(m_s + tid, k)) : kMinusBig;
+        lk[k] = k < splits ? ld_cluster(cluster_addr(l_s + tid, k)) : 0.0f;
+        big = fmaxf(big, mk[k]);
+      }
+      float sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) sum += exp2f(mk[k] - big) * lk[k];
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (k < splits) wts[tid * splits + k] = sum > 0.0f ? exp2f(mk[k] - big) / sum : 0.0f;
+      if (rank == 0 && head0 + tid < p.heads)
+        p.lse[static_cast<std::size_t>(b) * p.heads + head0 + tid] =
+            sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
+    }
+    named_sync(kBarMath, kMathThreads);
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb)
+      if (mine[mb])
+#pragma unroll
+        for (int i = 0; i < 16; ++i) oacc[mb][i] *= wts[(8 * (i >> 2) + 2 * t4 + (i & 1)) * splits + rank];
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb) {
+      if (!mine[mb]) continue;
+#pragma unroll 1
+      for (int k = 0; k < splits; ++k) {
+        if (k == rank) continue;
+        const std::uint32_t base = cluster_addr(stage4 + (wg * 4 + mb) * 4 * 128 + wt, k);
+        float4 v[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[q] = ld_cluster4(base + q * 128 * 16);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float w0 = wts[(8 * q + 2 * t4) * splits + k], w1 = wts[(8 * q + 2 * t4 + 1) * splits + k];
+          oacc[mb][4 * q] += w0 * v[q].x;
+          oacc[mb][4 * q + 1] += w1 * v[q].y;
+          oacc[mb][4 * q + 2] += w0 * v[q].z;
+          oacc[mb][4 * q + 3] += w1 * v[q].w;
+        }
+      }
+    }
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb)
+      if (mine[mb])
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          if (i & 2) continue;  // i: the even dim, i + 2: the odd one
+          const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
+          if (head0 + head < p.heads)
+            *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV +
+                                              d_thread + 64 * mb) = as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
+        }
+    cluster_sync();  // the other CTAs are done reading this one's shared memory
     return;
   }
-  named_sync(kBarMath, kMathThreads);
-  for (int k = tid; k < kHeads * (kDimV / 8); k += kMathThreads) {
-    const int h = k / (kDimV / 8);
-    const int col = (k % (kDimV / 8)) * 8;
-    if (head0 + h >= p.heads) continue;
-    const float l = l_s[h];
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const float4 a = *reinterpret_cast<const float4*>(o_stage + h * kDimV + col);
-    const float4 c = *reinterpret_cast<const float4*>(o_stage + h * kDimV + col + 4);
-    if (p.splits == 1) {
-      const std::size_t orow = static_cast<std::size_t>(b) * p.heads + head0 + h;
-      *reinterpret_cast<uint4*>(p.out + orow * kDimV + col) =
-          make_uint4(as_u32(__floats2bfloat162_rn(a.x * inv, a.y * inv)), as_u32(__floats2bfloat162_rn(a.z * inv, a.w * inv)),
-                     as_u32(__floats2bfloat162_rn(c.x * inv, c.y * inv)), as_u32(__floats2bfloat162_rn(c.z * inv, c.w * inv)));
-    } else {
-      const std::size_t orow = (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + h;
-      float4* dst = reinterpret_cast<float4*>(p.part_o + orow * kDimV + col);
-      dst[0] = make_float4(a.x * inv, a.y * inv, a.z * inv, a.w * inv);
-      dst[1] = make_float4(c.x * inv, c.y * inv, c.z * inv, c.w * inv);
-    }
+  named_sync(kBarMath, kMathThreads);  // l_s
+  float inv[8];  // 1 / l of this thread's heads 8 j + 2 t4 + e, [2 j + e]
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    const float l = l_s[8 * (c >> 1) + 2 * t4 + (c & 1)];
+    inv[c] = l > 0.0f ? 1.0f / l : 0.0f;
   }
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      if (i & 2) continue;  // i: the even dim, i + 2: the odd one
+      const int c = 2 * (i >> 2) + (i & 1);
+      const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
+      if (head0 + head >= p.heads) continue;
+      const int d = d_thread + 64 * mb;
+      if (p.splits == 1) {
+        *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV + d) =
+            as_u32(__floats2bfloat162_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]));
+      } else {
+        const std::size_t orow = (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + head;
+        *reinterpret_cast<float2*>(p.part_o + orow * kDimV + d) = make_float2(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
+      }
+    }
   if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
 }
 
@@ -814,8 +832,8 @@ void print_wgmma_phases() {
   if (cudaMemcpyFromSymbol(ph, g_wgmma_phases, sizeof ph) != cudaSuccess) return;
   for (int wg = 0; wg < 2; ++wg)
     std::fprintf(stderr,
-                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | wait %lld  load+convert %lld  "
-                 "S^T+prev O^T %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
+                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | data wait %lld  load+convert+S^T issue "
+                 "%lld  wgmma wait %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
                  ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
 }
 #endif

@@ -29,6 +29,7 @@ wait
 for name in "${names[@]}"; do
   [ -x "build-ab-$name/kernels/mla_decode_bench" ] || { echo "build of $name failed:"; tail -20 "$out/build-$name.log"; exit 1; }
 done
+grep -h "Performance Loss\|is injected" "$out"/build-*.log | sort | uniq -c  # ptxas serializing wgmma
 if [ -n "${AB_TESTS:-}" ]; then
   (cd "build-ab-$AB_TESTS" && timeout 900 ctest --output-on-failure -R cuda) >"$out/ctest.log" 2>&1
   echo "tests of $AB_TESTS (rc $?):"; grep -E 'variants ran|tests passed|FAILED|CHECK' "$out/ctest.log" | head -20
