@@ -7,6 +7,7 @@
 #include "doc/render.hpp"
 #include "doc/template.hpp"
 #include "plan/load.hpp"
+#include "record/cache.hpp"
 
 using namespace abtrack;
 
@@ -104,36 +105,43 @@ TEST_CASE("a failed cell gets no verdict; rendering is deterministic") {
   CHECK(a["runs"].find("| 2 | warps=8 batch=a\\|b | **fail** |") != std::string::npos);
 }
 
-TEST_CASE("header-only records outside the pools and the newest runs render the same document and plot") {
+TEST_CASE("the records outside the pools and the newest runs left out render the same document and plot") {
   auto p = demo_plan();
   auto cells = p.cells();
   std::vector<record::Record> recs;
   // 120 runs over the 4 cells; the code changes every 10 runs, and cell 0 returns to the first
-  // code at the end (its pool then reaches back to runs 1-10).
+  // code at the end (its pool then reaches back to runs 1-10). Run 30 is another experiment's.
   for (int run = 1; run <= 120; ++run) {
     recs.push_back(make_record(p, run, cells[static_cast<std::size_t>(run % 4)], series(100 + run % 4, 6), 0.001));
     recs.back().code.commit = std::string(40, static_cast<char>('a' + ((run - 1) / 10) % 12));
   }
   recs.back().code.commit = std::string(40, 'a');
-  auto full = doc::records_read_in_full(p, recs);
+  recs[29].experiment = "other";
+  // The headers as a step reads them: views into cache frames.
+  std::vector<std::string> frames;
+  for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
+  std::vector<record::HeaderView> headers(recs.size());
+  for (std::size_t i = 0; i < recs.size(); ++i) record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  CHECK(headers[5].value("warps") == recs[5].cell[0].second);
+  CHECK_FALSE(headers[5].value("stages"));
+  auto full = doc::records_read_in_full(p, headers);
   REQUIRE(full.size() == recs.size());
   CHECK(full[3]);     // run 4 (cell 0, code 'a'): pooled with run 120
   CHECK(full[119]);   // the newest runs are listed
   CHECK_FALSE(full[20]);  // run 21: neither pooled nor among the newest 50
-  auto headers = recs;
-  for (std::size_t i = 0; i < headers.size(); ++i) {
-    if (full[i]) continue;
-    record::Record h;
-    h.experiment = headers[i].experiment;
-    h.run = headers[i].run;
-    h.cell = headers[i].cell;
-    h.data.id = headers[i].data.id;
-    h.data.outcome = headers[i].data.outcome;
-    h.code = headers[i].code;
-    headers[i] = std::move(h);
+  CHECK_FALSE(full[29]);  // another experiment's
+  std::vector<record::Record> read;
+  std::size_t left_out = 0;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    if (full[i]) read.push_back(recs[i]);
+    else if (recs[i].experiment == p.experiment) ++left_out;
   }
-  CHECK(doc::render_regions(p, headers, doc::RenderOptions{true}) == doc::render_regions(p, recs, doc::RenderOptions{true}));
-  CHECK(doc::plot_svg(p, headers) == doc::plot_svg(p, recs));
+  CHECK(read.size() < 70);
+  CHECK(left_out == recs.size() - 1 - read.size());
+  auto regions = doc::render_regions(p, recs, doc::RenderOptions{true});
+  CHECK(regions["runs"].find("69 earlier runs") != std::string::npos);
+  CHECK(doc::render_regions(p, read, doc::RenderOptions{true, left_out}) == regions);
+  CHECK(doc::plot_svg(p, read) == doc::plot_svg(p, recs));
 }
 
 TEST_CASE("the template is filled from the plan and keeps the regions") {

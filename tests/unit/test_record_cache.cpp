@@ -68,6 +68,50 @@ TEST_CASE("a header read decodes the header alone and checks it") {
   CHECK_THROWS(record::decode_frame(std::string_view(bad).substr(8), record::Part::header));
 }
 
+TEST_CASE("a header view reads a cached header without building a record; a corrupt one is a miss") {
+  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-view";
+  fs::remove_all(dir);
+  record::RecordCache c(dir / "occ.records");
+  CHECK_FALSE(c.header("oid1"));
+  auto r = sample_record(7);
+  c.insert("oid1", r);
+  auto h = c.header("oid1");  // found before it is saved: a view into the frame just added
+  REQUIRE(h);
+  CHECK(h->experiment == "occ");
+  CHECK(h->run == 7);
+  CHECK(h->id == r.data.id);
+  CHECK(h->outcome == runner::Outcome::fail);
+  CHECK(h->commit == r.code.commit);
+  CHECK(h->dirty);
+  CHECK(h->snapshot == r.code.snapshot);
+  CHECK(h->cell_size == 2);
+  CHECK(h->value("batch") == "64");
+  CHECK(h->value("warps") == "8");
+  CHECK_FALSE(h->value("stages"));
+  auto other = sample_record(8);
+  other.code.snapshot.clear();
+  c.insert("oid2", other);
+  CHECK_FALSE(h->same_identity(*c.header("oid2")));
+  CHECK(h->same_identity(*c.header("oid1")));
+  c.save();
+  // A flipped byte inside a header (after the magic line, the frame's length and checksum, the
+  // oid with its length, the header's checksum and length) fails the header's checksum.
+  std::string bytes;
+  {
+    std::ifstream in(dir / "occ.records", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[std::string_view("abtrack-record-cache 5\n").size() + 8 + 4 + 4 + 4 + 4 + 2] ^= 1;
+  {
+    std::ofstream out(dir / "occ.records", std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  record::RecordCache reopened(dir / "occ.records");
+  CHECK_FALSE(reopened.header("oid1"));
+  CHECK(reopened.header("oid2"));
+  fs::remove_all(dir);
+}
+
 namespace {
 // A fresh cache file in its own folder under the temp folder, holding records 1 and 2 as
 // blobs oid1 and oid2.

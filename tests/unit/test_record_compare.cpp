@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 
 #include "plan/load.hpp"
@@ -110,4 +112,17 @@ TEST_CASE("cells_with_runs files each record under the cell plan_cell gives it, 
   }
   CHECK(cells[0].runs.size() == 2);  // w=4 b=1: runs 2 and 9
   CHECK(cells[4].runs.size() == 2);  // w=8 b=2: runs 1 and 10
+  // A record's header, as a step reads it from the cache, is located in the same cell.
+  record::CellLocator locator(p);
+  for (const auto& r : rs) {
+    std::string frame = record::encode_frame("oid", r);
+    record::HeaderView h;
+    record::decode_header(std::string_view(frame).substr(8), h);
+    auto pc = r.experiment == "e" ? record::plan_cell(p, r.cell) : std::nullopt;
+    bool in_plan = pc && std::find(locator.cells().begin(), locator.cells().end(), *pc) != locator.cells().end();
+    auto found = locator.find(h);
+    CHECK(found == locator.find(r));
+    CHECK(found.has_value() == in_plan);
+    if (found && pc) CHECK(locator.cells()[*found] == *pc);
+  }
 }

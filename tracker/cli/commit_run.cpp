@@ -173,26 +173,21 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
 record::Record commit_run(Context& ctx, const record::Record& draft) {
   record::Record committed;
   auto result = ctx.repo.commit([&](const gitstore::TreeView& tip) {
-    // Headers only: the document and plot read the bodies of a few dozen records, completed
-    // below once the new run is among them (it may join an older pool).
-    std::vector<std::string> oids;
-    int last_run = 0;
-    auto records = load_records(ctx, tip, record::Part::header, &oids, &last_run);
+    // Every record's header, but in full only the few dozen the document and plot read.
+    auto history = load_step_history(ctx, tip, draft);
     // Idempotent: a measurement already in the tip (committed by a recovery) is not committed twice.
-    if (std::any_of(records.begin(), records.end(), [&](const record::Record& r) { return r.data.id == draft.data.id; })) {
+    if (history.has_measurement) {
       gitstore::Change none;
       none.skip = true;
       return none;
     }
+    auto& records = history.records;
     record::Record rec = draft;
     rec.comparison.reset();
     // The number comes from the file names in the tip being built on (listed once, by
-    // load_records), so concurrent writers never share one.
-    rec.run = last_run + 1;
+    // load_step_history), so concurrent writers never share one.
+    rec.run = history.last_run + 1;
     const auto& run = rec.data;
-    records.push_back(rec);
-    complete_records(ctx, tip, records, oids, doc::records_read_in_full(ctx.plan, records));
-    records.pop_back();
     if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) &&
                                                           run.outcome == runner::Outcome::pass) {
       auto cells = record::cells_with_runs(ctx.plan, records);
@@ -207,7 +202,7 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     // The plot travels in the same commit; with nothing to plot an earlier plot stays (and stays linked).
     auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
-    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot));
+    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot, history.runs_left_out));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     if (!rec.code.snapshot.empty())
       change.refs.emplace_back(fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run), rec.code.snapshot);

@@ -32,59 +32,87 @@ Context open_context(const GlobalOptions& g) {
   return Context{std::move(repo), std::move(plan), name, std::move(cache)};
 }
 
-std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree, record::Part part,
-                                         std::vector<std::string>* oids, int* last_run) {
+namespace {
+
+// Sorts `items` by run number (`run_of(item)`). Tree order is name order, which is run order
+// up to 9999 (names widen past it).
+template <class T, class RunOf>
+void sort_by_run(std::vector<T>& items, const RunOf& run_of) {
+  auto by_run = [&](const T& a, const T& b) { return run_of(a) < run_of(b); };
+  if (!std::is_sorted(items.begin(), items.end(), by_run)) std::sort(items.begin(), items.end(), by_run);
+}
+
+// The record of blob `oid` in full: from the cache, else parsed (and cached).
+record::Record full_record(const Context& ctx, const gitstore::TreeView& tree, const std::string& oid, const std::string& path) {
+  record::Record r;
+  if (ctx.cache->get(oid, record::Part::all, r)) return r;
+  r = record::parse_record(tree.read_blob(oid), path);
+  ctx.cache->insert(oid, r);
+  return r;
+}
+
+}  // namespace
+
+std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree, record::Part part) {
   std::vector<record::Record> out;
-  std::vector<std::string> ids;
   const std::string dir = ctx.plan.runs_dir();
   auto entries = tree.list(dir);
   // Room for the run a step appends: growing a vector of a thousand records costs more than
   // reading them.
   out.reserve(entries.size() + 1);
-  ids.reserve(entries.size() + 1);
-  int last = 0;
   for (auto& e : entries) {
-    auto number = record::run_number_of(e.name);
-    if (!number) continue;
-    last = std::max(last, *number);
+    if (!record::run_number_of(e.name)) continue;
     if (!ctx.cache->get(e.oid, part, out.emplace_back())) {
       out.back() = record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name);
       ctx.cache->insert(e.oid, out.back());
     }
-    ids.push_back(std::move(e.oid));
   }
   ctx.cache->save();
   util::trace("records loaded");
-  // Tree order is name order, which is run order up to 9999 (names widen past it).
-  auto by_run = [](const record::Record& a, const record::Record& b) { return a.run < b.run; };
-  if (!std::is_sorted(out.begin(), out.end(), by_run)) {
-    std::vector<std::size_t> order(out.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return out[a].run < out[b].run; });
-    std::vector<record::Record> sorted;
-    std::vector<std::string> sorted_ids;
-    sorted.reserve(out.size() + 1);
-    for (auto i : order) {
-      sorted.push_back(std::move(out[i]));
-      sorted_ids.push_back(std::move(ids[i]));
-    }
-    out = std::move(sorted);
-    ids = std::move(sorted_ids);
-  }
-  if (oids) *oids = std::move(ids);
-  if (last_run) *last_run = last;
+  sort_by_run(out, [](const record::Record& r) { return r.run; });
   return out;
 }
 
-void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::vector<record::Record>& records,
-                      const std::vector<std::string>& oids, const std::vector<bool>& which) {
-  for (std::size_t i = 0; i < oids.size() && i < records.size(); ++i) {
-    if (!which[i]) continue;
-    record::Record full;
-    if (ctx.cache->get(oids[i], record::Part::all, full)) records[i] = std::move(full);
-    else records[i] = record::parse_record(tree.read_blob(oids[i]), record::record_path(records[i].experiment, records[i].run));
+StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree, const record::Record& next) {
+  StepHistory out;
+  const std::string dir = ctx.plan.runs_dir();
+  auto entries = tree.list(dir);
+  // Headers are views into the cache's frames, which outlive them.
+  std::vector<std::pair<record::HeaderView, const gitstore::Entry*>> listed;
+  listed.reserve(entries.size());
+  for (const auto& e : entries) {
+    auto number = record::run_number_of(e.name);
+    if (!number) continue;
+    out.last_run = std::max(out.last_run, *number);
+    auto h = ctx.cache->header(e.oid);
+    if (!h) {
+      ctx.cache->insert(e.oid, record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
+      h = ctx.cache->header(e.oid);
+      if (!h) throw Error(Exit::environment, fmt::format("cannot cache the record {}/{}", dir, e.name));
+    }
+    listed.emplace_back(*h, &e);
   }
+  ctx.cache->save();
+  util::trace("records loaded");
+  sort_by_run(listed, [](const auto& l) { return l.first.run; });
+  std::vector<record::HeaderView> headers;
+  headers.reserve(listed.size() + 1);
+  for (const auto& l : listed) headers.push_back(l.first);
+  out.has_measurement = std::any_of(headers.begin(), headers.end(), [&](const record::HeaderView& h) { return h.id == next.data.id; });
+  // The next run's header, last (the newest), through the cache's own encoding.
+  std::string frame = record::encode_frame({}, next);
+  record::decode_header(std::string_view(frame).substr(8), headers.emplace_back());
+  auto full = doc::records_read_in_full(ctx.plan, headers);
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const gitstore::Entry& file = *listed[i].second;
+    if (full[i]) out.records.push_back(full_record(ctx, tree, file.oid, dir + "/" + file.name));
+    else if (headers[i].experiment == ctx.plan.experiment) ++out.runs_left_out;
+  }
+  // Room for the run the step appends.
+  out.records.reserve(out.records.size() + 1);
+  ctx.cache->save();
   util::trace("records completed");
+  return out;
 }
 
 std::vector<record::Record> head_records(const Context& ctx) {
@@ -100,8 +128,8 @@ std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
 }
 
 std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records,
-                              bool plot) {
-  return doc::splice(base, plan.doc, doc::render_regions(plan, records, doc::RenderOptions{plot}));
+                              bool plot, std::size_t runs_left_out) {
+  return doc::splice(base, plan.doc, doc::render_regions(plan, records, doc::RenderOptions{plot, runs_left_out}));
 }
 
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {

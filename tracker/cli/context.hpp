@@ -40,16 +40,24 @@ Context open_context(const GlobalOptions& g);
 
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
 // cached by blob id in .git/abtrack/cache/, so only new records are read and parsed. With
-// Part::header a cached record comes with its header only (see record::Part); `oids` gets each
-// record's blob id, for complete_records; `last_run` the highest run number among the file
-// names (0 when there is none).
+// Part::header a cached record comes with its header only (see record::Part).
 std::vector<record::Record> load_records(const Context& ctx, const gitstore::TreeView& tree,
-                                         record::Part part = record::Part::all, std::vector<std::string>* oids = nullptr,
-                                         int* last_run = nullptr);
-// Replaces records[i] by the whole record of blob oids[i] where which[i] (records past the
-// end of `oids` are left as they are).
-void complete_records(const Context& ctx, const gitstore::TreeView& tree, std::vector<record::Record>& records,
-                      const std::vector<std::string>& oids, const std::vector<bool>& which);
+                                         record::Part part = record::Part::all);
+
+// What a step needs of the history in a tree to commit its next run.
+struct StepHistory {
+  // The records the document and plot read (doc::records_read_in_full, with the next run last:
+  // it may join an older pool), in full, sorted by run number.
+  std::vector<record::Record> records;
+  std::size_t runs_left_out = 0;  // the experiment's other records (doc::RenderOptions::runs_left_out)
+  int last_run = 0;               // the highest run number among the record file names, 0 when none
+  bool has_measurement = false;   // a record of the next run's measurement (its data.id) is in the tree
+};
+// Reads every record's header from the cache (parsing and caching the records that are new,
+// as load_records does) and only the records the document reads in full: a history of
+// thousands of runs is a few dozen records in memory. `next`: the run about to be committed.
+// Throws Error(environment) for a record that cannot be read or parsed.
+StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree, const record::Record& next);
 // The same for HEAD's tree.
 std::vector<record::Record> head_records(const Context& ctx);
 
@@ -58,9 +66,10 @@ std::vector<record::Record> head_records(const Context& ctx);
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx);
 
 // The document with its regions re-rendered from `records`; `plot`: link the plot committed
-// beside it (doc::plot_path) from the summary.
+// beside it (doc::plot_path) from the summary; `runs_left_out`: see StepHistory.
 std::string rendered_document(const std::string& base, const plan::Plan& plan,
-                              const std::vector<record::Record>& records, bool plot = false);
+                              const std::vector<record::Record>& records, bool plot = false,
+                              std::size_t runs_left_out = 0);
 
 // Whether `tree` holds the plan's plot (doc::plot_path), so the document links it.
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan);

@@ -232,14 +232,19 @@ std::string escape_cell(std::string_view raw) {
   return out;
 }
 
-std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<Record>& records) {
-  std::vector<bool> full(records.size(), false);
-  if (records.empty()) return full;
-  for (const auto& c : record::cells_with_runs(plan, records))
-    for (const Record* r : c.pool()) full[static_cast<std::size_t>(r - records.data())] = true;
+std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::HeaderView>& headers) {
+  std::vector<bool> full(headers.size(), false);
+  record::CellLocator locator(plan);
+  std::vector<std::optional<std::size_t>> cell(headers.size());
+  // Each cell's latest run decides its pool: the cell's runs on the latest's code identity.
+  std::vector<std::optional<std::size_t>> latest(locator.cells().size());
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if ((cell[i] = locator.find(headers[i]))) latest[*cell[i]] = i;
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if (cell[i]) full[i] = headers[i].same_identity(headers[*latest[*cell[i]]]);
   std::size_t listed = 0;
-  for (std::size_t i = records.size(); i-- > 0 && listed < kRunsListed;)
-    if (records[i].experiment == plan.experiment) {
+  for (std::size_t i = headers.size(); i-- > 0 && listed < kRunsListed;)
+    if (headers[i].experiment == plan.experiment) {
       full[i] = true;
       ++listed;
     }
@@ -493,7 +498,8 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
                         escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
                         escape_cell(r.data.reason.empty() ? "" : r.data.reason), escape_cell(code));
   }
-  if (mine.size() > shown) runs += fmt::format("\n{} earlier runs: `abtrack log` or `git log` lists them.\n", mine.size() - shown);
+  if (std::size_t earlier = mine.size() - shown + options.runs_left_out; earlier > 0)
+    runs += fmt::format("\n{} earlier runs: `abtrack log` or `git log` lists them.\n", earlier);
   if (mine.empty()) runs += "\n(no runs yet)\n";
   out["runs"] = runs;
   return out;

@@ -14,6 +14,9 @@ namespace abtrack::doc {
 // What the regions show besides the records.
 struct RenderOptions {
   bool plot = false;  // the plot (plot_path) is committed beside the document: link it from the summary
+  // Runs of the experiment left out of `records` (see records_read_in_full): the runs region
+  // counts them among the earlier runs it does not list.
+  std::size_t runs_left_out = 0;
 };
 
 // The content of each region ("summary", "results", "runs"), each ending with '\n'.
@@ -43,9 +46,11 @@ std::string escape_cell(std::string_view text);
 // How many of the newest runs the runs region lists.
 inline constexpr std::size_t kRunsListed = 50;
 
-// Which of `records` (sorted by run number) render_regions and plot_svg read more of than the
-// header (experiment, run, cell, outcome, code; see record::Part): the runs each cell pools
-// and the newest kRunsListed. The others may be header-only: the output is the same.
-std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::Record>& records);
+// Which records of a history (`headers`, sorted by run number) render_regions and plot_svg
+// read: the runs each cell pools and the newest kRunsListed of the experiment. Rendered from
+// only those, with RenderOptions::runs_left_out counting the experiment's other runs, the
+// output is the same as from every record: a step reads a thousand headers and a few dozen
+// records in full.
+std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::HeaderView>& headers);
 
 }  // namespace abtrack::doc

@@ -57,6 +57,7 @@ class Reader {
     return s;
   }
   bool done() const { return m_in.empty(); }
+  std::string_view rest() const { return m_in; }
 
  private:
   void need(std::size_t n) const {
@@ -142,28 +143,65 @@ std::pair<std::string, Record> decode_frame(std::string_view payload, Part part)
   return {std::move(oid), std::move(r)};
 }
 
-std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
+std::optional<std::string_view> HeaderView::value(std::string_view axis) const {
+  Reader in(cell);
+  for (auto n = cell_size; n > 0; --n) {
+    auto k = in.view();
+    auto v = in.view();
+    if (k == axis) return v;
+  }
+  return std::nullopt;
+}
+
+std::string_view decode_header(std::string_view payload, HeaderView& h) {
   Reader in(payload);
   std::string_view oid = in.view();
   auto header_sum = in.pod<std::uint32_t>();
   auto header = in.view();
-  if (part == Part::header && checksum(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
-  Reader h(header);
-  r.experiment = h.str();
-  r.run = h.pod<std::int32_t>();
-  r.data.id = h.str();
-  for (auto n = h.pod<std::uint32_t>(); n > 0; --n) {
-    std::string k = h.str();
-    r.cell.emplace_back(std::move(k), h.str());
+  if (checksum(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
+  Reader r(header);
+  h.experiment = r.view();
+  h.run = r.pod<std::int32_t>();
+  h.id = r.view();
+  h.cell_size = r.pod<std::uint32_t>();
+  std::string_view rest = r.rest();
+  for (auto n = h.cell_size; n > 0; --n) {
+    r.view();
+    r.view();
   }
-  auto outcome = h.pod<std::uint8_t>();
+  h.cell = rest.substr(0, rest.size() - r.rest().size());
+  auto outcome = r.pod<std::uint8_t>();
   if (outcome > 2) throw std::runtime_error("bad outcome in cache frame");
-  r.data.outcome = static_cast<runner::Outcome>(outcome);
-  r.code.commit = h.str();
-  r.code.dirty = h.pod<std::uint8_t>();
-  r.code.snapshot = h.str();
-  if (!h.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
+  h.outcome = static_cast<runner::Outcome>(outcome);
+  h.commit = r.view();
+  h.dirty = r.pod<std::uint8_t>();
+  h.snapshot = r.view();
+  if (!r.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
+  return oid;
+}
+
+std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
+  // The whole frame's checksum is checked by RecordCache::get; the header's always, here.
+  HeaderView h;
+  std::string_view oid = decode_header(payload, h);
+  r.experiment = h.experiment;
+  r.run = h.run;
+  r.data.id = h.id;
+  Reader cell(h.cell);
+  r.cell.reserve(h.cell_size);
+  for (auto n = h.cell_size; n > 0; --n) {
+    std::string k = cell.str();
+    r.cell.emplace_back(std::move(k), cell.str());
+  }
+  r.data.outcome = h.outcome;
+  r.code.commit = h.commit;
+  r.code.dirty = h.dirty;
+  r.code.snapshot = h.snapshot;
   if (part == Part::header) return oid;
+  Reader in(payload);
+  in.view();
+  in.pod<std::uint32_t>();
+  in.view();
   r.data.reason = in.str();
   for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
     auto& s = r.data.samples[in.str()];
@@ -284,6 +322,17 @@ bool RecordCache::get(const std::string& oid, Part part, Record& into) const {
   }
   into = Record{};  // half-decoded: the caller parses the record instead
   return false;
+}
+
+std::optional<HeaderView> RecordCache::header(const std::string& oid) const {
+  auto it = m_frames.find(oid);
+  if (it == m_frames.end()) return std::nullopt;
+  HeaderView h;
+  try {
+    if (decode_header(std::string_view(it->second.data, it->second.size), h) == oid) return h;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 void RecordCache::insert(const std::string& oid, const Record& r) {

@@ -2,6 +2,7 @@
 // A cache of parsed records keyed by blob id, kept in an append-only binary file, so commands
 // read and parse only the records that are new since the last command (a history of
 // thousands of runs stays cheap). Only a cache: the records in git are the truth.
+#include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <optional>
@@ -17,6 +18,26 @@ namespace abtrack::record {
 // How much of a record RecordCache::get decodes: its header (experiment, run, data.id, cell,
 // data.outcome, code) or everything the cache keeps.
 enum class Part { header, all };
+
+// A record's header (see Part::header) as views into the bytes of its cache frame, valid while
+// they are (a RecordCache keeps its frames for its lifetime): what a step needs of every record
+// of the history, read without building a Record (a thousand 824-byte Records were most of a
+// step's growth with history, in page faults of fresh memory).
+struct HeaderView {
+  std::string_view experiment;
+  int run = 0;
+  std::string_view id;  // Record::data.id
+  runner::Outcome outcome = runner::Outcome::invalid;
+  std::string_view commit;    // Record::code
+  bool dirty = false;
+  std::string_view snapshot;
+  std::uint32_t cell_size = 0;  // pairs in `cell`
+  std::string_view cell;        // the cell's axis -> value pairs, encoded (use value())
+  // The value of the first pair naming `axis`, nullopt when none does.
+  std::optional<std::string_view> value(std::string_view axis) const;
+  // Whether both ran the same code (Code::same_identity).
+  bool same_identity(const HeaderView& o) const { return commit == o.commit && snapshot == o.snapshot; }
+};
 
 class RecordCache {
  public:
@@ -35,6 +56,9 @@ class RecordCache {
   // headers straight into its vector, without moving each 1.2 KB record twice); false, with
   // `into` reset, when not cached or corrupt.
   bool get(const std::string& oid, Part part, Record& into) const;
+  // The header of blob `oid` as views into its frame (valid while this cache lives), nullopt
+  // when not cached or when the header is corrupt.
+  std::optional<HeaderView> header(const std::string& oid) const;
   // Adds a parsed record (appended to the file on save()).
   void insert(const std::string& oid, const Record& r);
   // Appends what was added, in one write. Failing to write only costs speed: never throws.
@@ -60,5 +84,8 @@ std::string encode_frame(const std::string& oid, const Record& r);
 std::pair<std::string, Record> decode_frame(std::string_view payload, Part part = Part::all);
 // The same into `r` (default-constructed); returns the blob id, a view into `payload`.
 std::string_view decode_frame(std::string_view payload, Record& r, Part part = Part::all);
+// A frame's header (checksum checked) as views into `payload`; returns the blob id. Throws
+// std::runtime_error on malformed input.
+std::string_view decode_header(std::string_view payload, HeaderView& h);
 
 }  // namespace abtrack::record

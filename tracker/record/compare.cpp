@@ -7,41 +7,60 @@
 
 namespace abtrack::record {
 
-std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<Record>& records) {
-  std::vector<CellRuns> out;
-  for (auto& c : plan.cells()) out.push_back(CellRuns{std::move(c), {}});
-  // Called several times a step over every record: a record's cell is located by the position
-  // of each of its values among its axis's values (a number in the mixed radix of the axes'
-  // sizes), without building a plan::Cell per record. The product of the sizes is at most the
-  // number of cells plan.cells() enumerated before exclusions.
+CellLocator::CellLocator(const plan::Plan& plan) : m_plan(plan), m_cells(plan.cells()) {
+  // The product of the axes' sizes is at most the number of cells plan.cells() enumerated
+  // before exclusions.
   const auto& axes = plan.axes;
-  auto value_index = [&](std::size_t axis, const std::string& value) -> std::optional<std::size_t> {
-    const auto& values = axes[axis].values;
-    auto it = std::find(values.begin(), values.end(), value);
-    if (it == values.end()) return std::nullopt;
-    return static_cast<std::size_t>(it - values.begin());
-  };
   std::size_t combos = 1;
   for (const auto& a : axes) combos *= a.values.size();
-  std::vector<int> slot(axes.empty() ? 0 : combos, -1);
-  for (std::size_t i = 0; i < out.size(); ++i) {
+  m_slot.assign(axes.empty() ? 0 : combos, -1);
+  for (std::size_t i = 0; i < m_cells.size(); ++i) {
     std::size_t key = 0;
-    for (std::size_t a = 0; a < axes.size(); ++a) key = key * axes[a].values.size() + *value_index(a, out[i].cell.values[a]);
-    if (slot[key] < 0) slot[key] = static_cast<int>(i);
-  }
-  for (const auto& r : records) {
-    if (r.experiment != plan.experiment || r.cell.size() != axes.size() || axes.empty()) continue;
-    // As plan_cell: each axis's value is the first pair naming the axis, and must be one of its values.
-    std::size_t key = 0;
-    bool known = true;
-    for (std::size_t a = 0; a < axes.size() && known; ++a) {
-      auto kv = std::find_if(r.cell.begin(), r.cell.end(), [&](const auto& p) { return p.first == axes[a].name; });
-      auto v = kv == r.cell.end() ? std::nullopt : value_index(a, kv->second);
-      if (!v) known = false;
-      else key = key * axes[a].values.size() + *v;
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const auto& values = axes[a].values;
+      key = key * values.size() + static_cast<std::size_t>(std::find(values.begin(), values.end(), m_cells[i].values[a]) - values.begin());
     }
-    if (known && slot[key] >= 0) out[static_cast<std::size_t>(slot[key])].runs.push_back(&r);
+    if (m_slot[key] < 0) m_slot[key] = static_cast<int>(i);
   }
+}
+
+template <class ValueOf>
+std::optional<std::size_t> CellLocator::locate(std::string_view experiment, std::size_t pairs, const ValueOf& value_of) const {
+  const auto& axes = m_plan.axes;
+  if (experiment != m_plan.experiment || pairs != axes.size() || axes.empty()) return std::nullopt;
+  std::size_t key = 0;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    std::optional<std::string_view> v = value_of(axes[a].name);
+    if (!v) return std::nullopt;
+    const auto& values = axes[a].values;
+    auto it = std::find(values.begin(), values.end(), *v);
+    if (it == values.end()) return std::nullopt;
+    key = key * values.size() + static_cast<std::size_t>(it - values.begin());
+  }
+  if (m_slot[key] < 0) return std::nullopt;
+  return static_cast<std::size_t>(m_slot[key]);
+}
+
+std::optional<std::size_t> CellLocator::find(const Record& r) const {
+  return locate(r.experiment, r.cell.size(), [&](const std::string& axis) -> std::optional<std::string_view> {
+    auto kv = std::find_if(r.cell.begin(), r.cell.end(), [&](const auto& p) { return p.first == axis; });
+    if (kv == r.cell.end()) return std::nullopt;
+    return kv->second;
+  });
+}
+
+std::optional<std::size_t> CellLocator::find(const HeaderView& h) const {
+  return locate(h.experiment, h.cell_size, [&](const std::string& axis) { return h.value(axis); });
+}
+
+std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<Record>& records) {
+  // Called several times a step: records are located by CellLocator, not compared with each cell.
+  CellLocator locator(plan);
+  std::vector<CellRuns> out;
+  out.reserve(locator.cells().size());
+  for (const auto& c : locator.cells()) out.push_back(CellRuns{c, {}});
+  for (const auto& r : records)
+    if (auto i = locator.find(r)) out[*i].runs.push_back(&r);
   return out;
 }
 

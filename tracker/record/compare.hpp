@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "record/cache.hpp"
 #include "record/record.hpp"
 
 namespace abtrack::record {
@@ -24,6 +25,27 @@ struct CellRuns {
   runner::Outcome outcome() const;
   // The pool's run that decides the outcome (the first failing one, else the latest).
   const Record* deciding() const;
+};
+
+// Finds which of plan.cells() a record belongs to, from the positions of its values among
+// their axes' values (a number in the mixed radix of the axes' sizes), without building a
+// plan::Cell per record: a step locates every record of the history this way.
+class CellLocator {
+ public:
+  explicit CellLocator(const plan::Plan& plan);
+  // plan.cells(), plan order.
+  const std::vector<plan::Cell>& cells() const { return m_cells; }
+  // The index in cells() of the record's cell; nullopt for another experiment, or a cell the
+  // plan does not have (as plan_cell: each axis's value is the first pair naming the axis).
+  std::optional<std::size_t> find(const Record& r) const;
+  std::optional<std::size_t> find(const HeaderView& h) const;
+
+ private:
+  template <class ValueOf>
+  std::optional<std::size_t> locate(std::string_view experiment, std::size_t pairs, const ValueOf& value_of) const;
+  const plan::Plan& m_plan;
+  std::vector<plan::Cell> m_cells;
+  std::vector<int> m_slot;  // mixed-radix key -> index in m_cells, -1 for an excluded combination
 };
 
 // Every cell of the plan (plan order) with the records that belong to it. Records whose cell
