@@ -59,7 +59,9 @@ constexpr int kRowsPerProducer = kTile / kProducers;  // rows of a tile each of 
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
 static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
 // Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
-// K fragments (72) at once; the producer's warpgroup needs few. 2 x 128 x 232 + 128 x 40 <= 64 K.
+// K fragments (72) at once; the producer's warpgroup needs few. setmaxnreg only moves registers
+// between the CTA's warps: 2 x 128 x 232 + 128 x 40 = 64,512 = 384 x 168, what the CTA is launched
+// with (more, and setmaxnreg.inc waits forever).
 constexpr int kMathRegs = 232;
 constexpr int kProducerRegs = 40;
 constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
