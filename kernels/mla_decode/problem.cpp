@@ -3,6 +3,7 @@
 #include "format.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -107,6 +108,25 @@ double decode_bytes(const Shape& s) {
 
 double decode_flops(const Shape& s) {
   return 2.0 * s.batch * s.heads * static_cast<double>(s.topk) * (kDimQk + kDimV);
+}
+
+void spike_tokens(Inputs& in, float factor) {
+  std::unordered_set<std::int32_t> spiked;
+  for (int b = 0; b < in.shape.batch; ++b) {
+    const std::int32_t* row = &in.indices[static_cast<std::size_t>(b) * in.shape.topk];
+    for (int run = 64; run < in.shape.topk; run += 64) {
+      const std::int32_t* end = row + std::min(in.shape.topk, run + 64);
+      const std::int32_t* t = std::find_if(row + run, end, [](std::int32_t i) { return i >= 0; });
+      if (t == end || !spiked.insert(*t).second) continue;
+      std::uint8_t* scales = &in.pool[static_cast<std::size_t>(*t) * kTokenBytes + kScaleOffset];
+      for (int g = 0; g < kScaleCount; ++g) {
+        float sc;
+        std::memcpy(&sc, scales + 4 * g, 4);
+        sc *= factor;
+        std::memcpy(scales + 4 * g, &sc, 4);
+      }
+    }
+  }
 }
 
 double default_softmax_scale() { return 1.0 / std::sqrt(static_cast<double>(kDimQk)); }

@@ -44,6 +44,12 @@ struct Outputs {
 // when the shape is unusable (non-positive sizes, topk > pool).
 Inputs make_inputs(const Shape& shape, std::uint64_t seed, const IndexPattern& pattern = {});
 
+// Makes the lazy rescaling's rare path happen (a head's running maximum exceeded by far in a
+// later tile): in each row, the first valid token of every 64-slot run but the first gets its
+// four scales multiplied by `factor` (a power of two, so the values stay exact), each token at
+// most once. With the generator's values and factor 256 its scores are ~256 times the others'.
+void spike_tokens(Inputs& in, float factor);
+
 // Bytes a decode must move at least: B*topk*656 + q + out + indices + lse.
 double decode_bytes(const Shape& shape);
 // Floating-point operations: 2*B*h*topk*(576 + 512).

@@ -193,6 +193,33 @@ MLA_TEST("tiny") {
   MLA_CHECK(variants == 54, "ran %d variants", variants);
 }
 
+// The lazy rescaling's rare path: tokens in later 64-slot runs with scores ~256 times the
+// others' (spike_tokens), so a head's running maximum is exceeded by far after its first tile.
+MLA_TEST("rescale") {
+  int variants = 0;
+  for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
+    mla::IndexPattern pattern;
+    pattern.invalid_fraction = 0.1;
+    mla::Inputs in = mla::make_inputs(mla::Shape{2, 32, 256, 1024}, scale > 0.1 ? 7 : 6, pattern);
+    const mla::Reference plain = mla::reference_decode(in, scale, 2);
+    mla::spike_tokens(in, 256.0f);
+    const mla::Reference ref = mla::reference_decode(in, scale, 2);
+    // The spikes move the output (else this test would not reach the path it is for).
+    double moved = 0.0;
+    for (std::size_t i = 0; i < ref.lse.size(); ++i) moved = std::max(moved, std::fabs(ref.lse[i] - plain.lse[i]));
+    MLA_CHECK(moved > 4.0, "the spikes raise some head's lse by %g (want > 4)", moved);
+    for (int tile : {16, 32, 64})
+      for (int splits : {1, 3, 0}) {
+        const mla::Outputs got = mla::cpu_tiled_decode(in, scale, mla::CpuConfig{tile, 2, splits});
+        const mla::CheckResult c = mla::check_outputs(in.shape, got, ref);
+        ++variants;
+        MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "scale %g tile %d splits %d: rel_err %g corruption %g%% %s", scale,
+                  tile, splits, c.rel_err, c.corruption_pct, c.first_failure.c_str());
+      }
+  }
+  MLA_CHECK(variants == 18, "ran %d variants", variants);
+}
+
 MLA_TEST("medium") {
   mla::Shape s{4, 64, 2048, 4096};
   mla::IndexPattern pattern;

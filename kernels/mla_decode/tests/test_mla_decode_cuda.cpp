@@ -213,6 +213,29 @@ MLA_TEST("wgmma") {
   std::printf("wgmma: %d variants ran\n", counts.ran);
 }
 
+// The lazy rescaling's rare path on the GPU: tokens in later 64-slot runs with scores ~256
+// times the others' (spike_tokens), for the wgmma kernel (whose check is one vote of its math
+// warps) and the mma.sync kernels, over splits (clusters and the last-CTA combine).
+MLA_TEST("rescale") {
+  Counts counts;
+  for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
+    mla::Inputs in = make(mla::Shape{2, 32, 512, 2048}, scale > 0.1 ? 9 : 8, 0.1, false, 0);
+    mla::spike_tokens(in, 256.0f);
+    const mla::Reference ref = mla::reference_decode(in, scale);
+    mla::CudaDecoder dec(in, scale);
+    for (int stages : {1, 2})
+      for (int splits : {1, 2, 3, 0})
+        check_variant(dec, in, ref, mla::CudaConfig{8, stages, 64, splits, mla::Math::wgmma, mla::Dequant::bits},
+                      counts, "rescale");
+    for (int warps : {4, 8})
+      for (int tile : {32, 64})
+        for (int splits : {1, 3})
+          check_variant(dec, in, ref, mla::CudaConfig{warps, 2, tile, splits, mla::Math::mma, mla::Dequant::bits},
+                        counts, "rescale");
+  }
+  MLA_CHECK(counts.infeasible == 0 && counts.ran == 32, "%d variants ran, %d refused", counts.ran, counts.infeasible);
+}
+
 int main(int argc, char** argv) {
   std::string why;
   if (!mla::cuda_device_available(why)) {
