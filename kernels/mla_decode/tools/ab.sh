@@ -10,7 +10,8 @@
 #   SHAPE  bench arguments, e.g. "--batch 64 --heads 32" (CONFIG below is added to each)
 # CONFIG (environment) defaults to the wgmma kernel: --math wgmma --warps 8 --tile 64 --stages 2.
 # AB_TESTS=NAME runs the CUDA tests (ctest -R cuda) of that variant's build before timing
-# (ctest.log in $OUT).
+# (ctest.log in $OUT). AB_TIMEOUT (seconds, default 60) bounds each bench run and the tests: a
+# variant that hangs costs that much device time, not the whole call.
 set -u
 reps="$1"; shapes="$2"; shift 2
 out="${OUT:-/tmp/mla_ab}"
@@ -31,7 +32,7 @@ for name in "${names[@]}"; do
 done
 grep -h "Performance Loss\|is injected" "$out"/build-*.log | sort | uniq -c  # ptxas serializing wgmma
 if [ -n "${AB_TESTS:-}" ]; then
-  (cd "build-ab-$AB_TESTS" && timeout 900 ctest --output-on-failure -R cuda) >"$out/ctest.log" 2>&1
+  (cd "build-ab-$AB_TESTS" && timeout "$((${AB_TIMEOUT:-60} * 5))" ctest --timeout "${AB_TIMEOUT:-60}" --output-on-failure -R cuda) >"$out/ctest.log" 2>&1
   echo "tests of $AB_TESTS (rc $?):"; grep -E 'variants ran|tests passed|FAILED|CHECK' "$out/ctest.log" | head -20
 fi
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -42,7 +43,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     for ((k = 0; k < n; k++)); do
       name="${names[$(((k + rep - 1) % n))]}"
       # shellcheck disable=SC2086
-      timeout 180 "build-ab-$name/kernels/mla_decode_bench" --device cuda $shape $config >"$out/last.txt" 2>>"$out/ab.log"
+      timeout "${AB_TIMEOUT:-60}" "build-ab-$name/kernels/mla_decode_bench" --device cuda $shape $config >"$out/last.txt" 2>>"$out/ab.log"
       tail -n 1 "$out/last.txt" | python3 "$here/ab_line.py" "$name" "$rep" "$shape" "$out/ab.jsonl" | tee -a "$out/ab.txt"
     done
   done
