@@ -608,8 +608,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #if ABTRACK_WGMMA_VOTE
       rescale_any = math_any(kBarVote, up);  // both warpgroups: O^T skips alpha when no column moved
 #endif
-      const bool rescale = rescale_any;
-      if (rescale) {
+      if (rescale_any) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
 #pragma unroll
@@ -623,7 +622,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         const int j = c >> 1, e = c & 1;
         const int col = 8 * j + 2 * t4 + e;
         float tmax = kMinusBig;
-        if (rescale) {
+        if (rescale_any) {
 #pragma unroll
           for (int w = 0; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
         }
@@ -648,13 +647,13 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),
     // left running: the next tile's loads and conversion overlap it.
     {
-      float al[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+      float al[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};  // alpha_s holds this tile's only if a head moved
+      if (rescale_any)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (!rescale_any) break;
-        al[2 * j] = alpha_s[8 * j + 2 * t4];
-        al[2 * j + 1] = alpha_s[8 * j + 2 * t4 + 1];
-      }
+        for (int j = 0; j < 4; ++j) {
+          al[2 * j] = alpha_s[8 * j + 2 * t4];
+          al[2 * j + 1] = alpha_s[8 * j + 2 * t4 + 1];
+        }
       bool ones = true;
 #pragma unroll
       for (int i = 0; i < 8; ++i) ones = ones && al[i] == 1.0f;
