@@ -12,21 +12,23 @@
 //                                                       (transposed descriptor), B = P; math
 //                                                       warpgroup g owns dims 256g.. (64 registers)
 //
-// Per tile: four producer warps (the third warpgroup, its registers handed to the math through
-// setmaxnreg) gather the rows with bulk copies (TMA, 656 bytes each) into a ring of raw stages.
+// Per tile: four producer warps (the third warpgroup, most of its registers handed to the math
+// through setmaxnreg) gather the rows with bulk copies (TMA, 656 bytes each) into a ring of raw
+// stages, and write the last 4 of each math warpgroup's 16 k-steps of the f16 V tile.
 // Each math thread loads its A fragments of K straight from the raw rows (one 4-byte load of e4m3
 // values per k-step and token, conflict-free), turns them into f16 with the bit trick (value *
 // 2^-8 in 5 integer instructions per 4 values) times the group scale (* 2^8, one f16x2 multiply,
-// rounded once), and hands the slot back: the gather of the next tile overlaps everything after.
+// rounded once).
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
-// values go to the f16 V tile (each math warpgroup writes only the half its own O^T reads), then
-// the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
+// values go to the f16 V tile (each math warpgroup writes 12 k-steps of the half its own O^T
+// reads; the producers convert the other 4 from the raw rows meanwhile, then refill the slot
+// with a later tile, whose gather overlaps everything after), then the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
 // into f16's range (undone in the softmax); RoPE products stay bf16. The softmax's rescaling
 // check is one barrier with an OR. The epilogue writes from the accumulators. With splits there
 // is no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
 // accumulators through distributed shared memory; other counts are combined by the last CTA of
 // a (batch row, head block) to finish. Design and measurements: docs/mla-decode-kernels.md,
-// sessions 4 to 6.
+// sessions 4 to 7.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -54,16 +56,34 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #ifndef ABTRACK_WGMMA_VOTE
 #define ABTRACK_WGMMA_VOTE 1
 #endif
+// k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
+// write instead of the math warps, while those swap partials and run the softmax (0: the math
+// warps write all of it, as in session 6; needed with fewer than 4 producer warps). Session 7,
+// B=64 h=32: 0 48.7 us, 2 48.0, 4 47.8, 6 49.0, 8 50.1 (the producers then hold up O^T).
+#ifndef ABTRACK_WGMMA_PRODUCER_KS
+#define ABTRACK_WGMMA_PRODUCER_KS 4
+#endif
+constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
+static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
 constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
 constexpr int kRowsPerProducer = kTile / kProducers;  // rows of a tile each of them copies
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
 static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
+static_assert(kProducerKs == 0 || kProducers == 4,
+              "the producer conversion mirrors the 4 math warps of a warpgroup (-DABTRACK_WGMMA_PRODUCER_KS=0)");
 // Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
-// K fragments (72) at once; the producer's warpgroup needs few. setmaxnreg only moves registers
-// between the CTA's warps: 2 x 128 x 232 + 128 x 40 = 64,512 = 384 x 168, what the CTA is launched
-// with (more, and setmaxnreg.inc waits forever).
-constexpr int kMathRegs = 232;
-constexpr int kProducerRegs = 40;
+// K fragments (72) at once; the producer's warpgroup needs fewer. setmaxnreg only moves registers
+// between the CTA's warps: 2 x 128 x 224 + 128 x 56 = 64,512 = 384 x 168, what the CTA is launched
+// with (more, and setmaxnreg.inc waits forever: session 6's first producer conversion hung so).
+// -DABTRACK_WGMMA_MATH_REGS=232 leaves the producers 40 (session 6; with the conversion of 4
+// k-steps 0.1-0.3 us slower than 224 / 56 at every shape measured).
+#ifndef ABTRACK_WGMMA_MATH_REGS
+#define ABTRACK_WGMMA_MATH_REGS 224
+#endif
+constexpr int kMathRegs = ABTRACK_WGMMA_MATH_REGS;
+constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs) / 128;
+static_assert(kProducerRegs >= 24 && kProducerRegs % 8 == 0 && kMathRegs % 8 == 0 && kMathRegs <= 256,
+              "setmaxnreg counts: multiples of 8 in [24, 256] that add up to the launch's 384 x 168");
 constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
 constexpr int kRopeOffset = 528;                   // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
 constexpr int kKvBytes = kTile * kDimV * 2;        // f16 V tile (also the epilogue's O staging)
@@ -77,6 +97,8 @@ constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
 constexpr int kBarMath = 3;
 constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
 constexpr int kBarVote = 6;   // the math warps' rescaling vote
+constexpr int kBarVFree = 7;  // producer conversion: the math warps' O^T is done with the f16 tile
+constexpr int kBarVReady = 8; // ... and the producers' part of it is written
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -375,13 +397,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
     const bool active = lane < kRowsPerProducer;
-    int slot = 0;
-    for (int i = 0; i < n_tiles; ++i) {
-      if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
-      // The first tile alone at first: every CTA of the grid starts at once, and the first tiles
-      // land sooner if the second ones do not compete with them for DRAM (the math of tile 0
-      // hides the second tile's gather).
-      if (i == 1) mbar_wait(&full_s[0], 0);
+    // Tile i's rows into ring slot `slot`.
+    auto issue = [&](int i, int slot) {
       std::uint8_t* dst = ring + slot * kStageBytes;
       int id[kRowsPerLane];
       std::uint32_t valid = 0;
@@ -403,7 +420,59 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         if (id[r] >= 0)
           bulk_copy_row(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes,
                         p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes, &full_s[slot]);
-      slot = slot + 1 == stages ? 0 : slot + 1;
+    };
+    if constexpr (kProducerKs == 0) {
+      int slot = 0;
+      for (int i = 0; i < n_tiles; ++i) {
+        if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
+        // The first tile alone at first: every CTA of the grid starts at once, and the first
+        // tiles land sooner if the second ones do not compete with them for DRAM (the math of
+        // tile 0 hides the second tile's gather).
+        if (i == 1) mbar_wait(&full_s[0], 0);
+        issue(i, slot);
+        slot = slot + 1 == stages ? 0 : slot + 1;
+      }
+    } else {
+      // The producers also write k-steps 16 - kProducerKs .. 15 of both warpgroups' halves of
+      // the f16 V tile, for the tokens they copy (the same lanes as the math warp of their
+      // index: tokens 16 pw + g and + 8), once the math warps' O^T is done with it; a slot is
+      // refilled once they have converted it.
+      for (int i = 0; i < stages && i < n_tiles; ++i) {
+        if (i == 1) mbar_wait(&full_s[0], 0);
+        issue(i, i);
+      }
+      int slot = 0;
+      std::uint32_t parity = 0;
+      std::uint8_t* const kv_p = kv_s + (2 * pw) * 128 + g * 16 + t4 * 4;
+      for (int it = 0; it < n_tiles; ++it) {
+        mbar_wait(&full_s[slot], parity);
+        const std::uint8_t* row0 = ring + slot * kStageBytes + (16 * pw + g) * kTokenBytes;
+        const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
+        named_sync(kBarVFree, kThreads);
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {
+          const float2 f0 = *reinterpret_cast<const float2*>(row0 + kDimV + 8 * w);
+          const float2 f1 = *reinterpret_cast<const float2*>(row1 + kDimV + 8 * w);
+          const __half2 sc0[2] = {__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)};
+          const __half2 sc1[2] = {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)};
+#pragma unroll
+          for (int ks = 16 - kProducerKs; ks < 16; ++ks) {
+            std::uint32_t e0, o0, e1, o1;
+            e4m3x4_to_f16(ld_u32(row0 + 256 * w + 16 * ks + 4 * t4), e0, o0);
+            e4m3x4_to_f16(ld_u32(row1 + 256 * w + 16 * ks + 4 * t4), e1, o1);
+            std::uint8_t* d = kv_p + w * 16 * 2048 + ks * 2048;
+            st_u32(d, hmul2_u32(e0, sc0[ks >> 3]));
+            st_u32(d + 128, hmul2_u32(e1, sc1[ks >> 3]));
+            st_u32(d + 1024, hmul2_u32(o0, sc0[ks >> 3]));
+            st_u32(d + 1024 + 128, hmul2_u32(o1, sc1[ks >> 3]));
+          }
+        }
+        fence_async_smem();
+        named_arrive(kBarVReady, kThreads);
+        if (it + stages < n_tiles) issue(it + stages, slot);
+        slot = slot + 1 == stages ? 0 : slot + 1;
+        parity ^= slot == 0 ? 1u : 0u;
+      }
     }
     if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
     return;
@@ -541,8 +610,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         ra[r][3] = ld_u32(r1 + 32 * r + 16);
       }
     }
-    // The slot goes back to the producer (which waits only for tiles it still has to load).
-    if (it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
+    // The slot goes back to the producer (which waits only for tiles it still has to load; with
+    // the producer conversion it refills a slot once it has converted it).
+    if (kProducerKs == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
     slot = slot + 1 == stages ? 0 : slot + 1;
     parity ^= slot == 0 ? 1u : 0u;
     ABTRACK_PHASE(1);
@@ -564,8 +634,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
     // The f16 tile for this tile's O^T: this warpgroup's positions, which only its own O^T reads
     // (done now). Each store of a warp fills one 128-byte core matrix.
+    if (kProducerKs > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
 #pragma unroll
-    for (int ks = 0; ks < 16; ++ks) {
+    for (int ks = 0; ks < 16 - kProducerKs; ++ks) {
       st_u32(kv_w + ks * 2048, a[ks][0]);
       st_u32(kv_w + ks * 2048 + 128, a[ks][1]);
       st_u32(kv_w + ks * 2048 + 1024, a[ks][2]);
@@ -641,7 +712,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(4);
     fence_async_smem();
-    named_sync(kBarMath, kMathThreads);  // P, alpha and the f16 tile complete
+    if (kProducerKs > 0)
+      named_sync(kBarVReady, kThreads);  // P, alpha and the f16 tile complete (the producers' k-steps too)
+    else
+      named_sync(kBarMath, kMathThreads);  // P, alpha and the f16 tile complete
     ABTRACK_PHASE(5);
 
     // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),

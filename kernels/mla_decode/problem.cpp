@@ -110,7 +110,18 @@ double decode_flops(const Shape& s) {
   return 2.0 * s.batch * s.heads * static_cast<double>(s.topk) * (kDimQk + kDimV);
 }
 
-void spike_tokens(Inputs& in, float factor) {
+void spike_tokens(Inputs& in, float rope) {
+  std::uint16_t rope_bits;  // bf16 of `rope`, which must be exact (checked)
+  {
+    std::uint32_t u;
+    std::memcpy(&u, &rope, 4);
+    if ((u & 0xffffu) != 0 || !std::isfinite(rope))
+      throw std::invalid_argument("spike_tokens: the RoPE value must be exact in bf16");
+    rope_bits = static_cast<std::uint16_t>(u >> 16);
+  }
+  // Every query's RoPE dim 0 is 1 (bf16 0x3f80): a spiked token's score then gains exactly
+  // rope * softmax scale (before the 1/ln 2), the same for every head.
+  for (std::size_t bh = 0; bh < in.q.size() / kDimQk; ++bh) in.q[bh * kDimQk + kDimV] = 0x3f80;
   std::unordered_set<std::int32_t> spiked;
   for (int b = 0; b < in.shape.batch; ++b) {
     const std::int32_t* row = &in.indices[static_cast<std::size_t>(b) * in.shape.topk];
@@ -118,13 +129,7 @@ void spike_tokens(Inputs& in, float factor) {
       const std::int32_t* end = row + std::min(in.shape.topk, run + 64);
       const std::int32_t* t = std::find_if(row + run, end, [](std::int32_t i) { return i >= 0; });
       if (t == end || !spiked.insert(*t).second) continue;
-      std::uint8_t* scales = &in.pool[static_cast<std::size_t>(*t) * kTokenBytes + kScaleOffset];
-      for (int g = 0; g < kScaleCount; ++g) {
-        float sc;
-        std::memcpy(&sc, scales + 4 * g, 4);
-        sc *= factor;
-        std::memcpy(scales + 4 * g, &sc, 4);
-      }
+      std::memcpy(&in.pool[static_cast<std::size_t>(*t) * kTokenBytes + kRopeOffset], &rope_bits, 2);
     }
   }
 }

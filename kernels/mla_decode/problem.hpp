@@ -45,10 +45,15 @@ struct Outputs {
 Inputs make_inputs(const Shape& shape, std::uint64_t seed, const IndexPattern& pattern = {});
 
 // Makes the lazy rescaling's rare path happen (a head's running maximum exceeded by far in a
-// later tile): in each row, the first valid token of every 64-slot run but the first gets its
-// four scales multiplied by `factor` (a power of two, so the values stay exact), each token at
-// most once. With the generator's values and factor 256 its scores are ~256 times the others'.
-void spike_tokens(Inputs& in, float factor);
+// later tile), on inputs that stay well conditioned: every query's RoPE dim 0 becomes 1, and in
+// each row the first valid token of every 64-slot run but the first (each token at most once)
+// gets RoPE dim 0 = `rope` (exact in bf16, else std::invalid_argument). A spiked token's score
+// rises by exactly rope * softmax scale for every head; the spikes' weights relative to each other
+// depend only on their ordinary scores, so the output keeps the usual precision. (Scaling a
+// token's fp8 scales instead would multiply its whole score, and the ~2^-12 rounding of a scale
+// to f16 then moves the spikes' relative weights by percents: an input no kernel of this
+// precision can match element for element.)
+void spike_tokens(Inputs& in, float rope);
 
 // Bytes a decode must move at least: B*topk*656 + q + out + indices + lse.
 double decode_bytes(const Shape& shape);

@@ -193,8 +193,9 @@ MLA_TEST("tiny") {
   MLA_CHECK(variants == 54, "ran %d variants", variants);
 }
 
-// The lazy rescaling's rare path: tokens in later 64-slot runs with scores ~256 times the
-// others' (spike_tokens), so a head's running maximum is exceeded by far after its first tile.
+// The lazy rescaling's rare path: in later 64-slot runs, tokens whose scores are higher than the
+// others' by 4096 x the softmax scale (spike_tokens: ~246 to ~800 in log2 units, past f32's exp
+// range), so a head's running maximum is exceeded by far after its first tile.
 MLA_TEST("rescale") {
   int variants = 0;
   for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
@@ -202,7 +203,7 @@ MLA_TEST("rescale") {
     pattern.invalid_fraction = 0.1;
     mla::Inputs in = mla::make_inputs(mla::Shape{2, 32, 256, 1024}, scale > 0.1 ? 7 : 6, pattern);
     const mla::Reference plain = mla::reference_decode(in, scale, 2);
-    mla::spike_tokens(in, 256.0f);
+    mla::spike_tokens(in, 4096.0f);
     const mla::Reference ref = mla::reference_decode(in, scale, 2);
     // The spikes move the output (else this test would not reach the path it is for).
     double moved = 0.0;

@@ -213,14 +213,15 @@ MLA_TEST("wgmma") {
   std::printf("wgmma: %d variants ran\n", counts.ran);
 }
 
-// The lazy rescaling's rare path on the GPU: tokens in later 64-slot runs with scores ~256
-// times the others' (spike_tokens), for the wgmma kernel (whose check is one vote of its math
-// warps) and the mma.sync kernels, over splits (clusters and the last-CTA combine).
+// The lazy rescaling's rare path on the GPU: tokens in later 64-slot runs whose scores are
+// higher than the others' by 4096 x the softmax scale (spike_tokens), for the wgmma kernel
+// (whose check is one vote of its math warps) and the mma.sync kernels, over splits (clusters
+// and the last-CTA combine).
 MLA_TEST("rescale") {
   Counts counts;
   for (const double scale : {mla::default_softmax_scale(), mla::model_softmax_scale()}) {
     mla::Inputs in = make(mla::Shape{2, 32, 512, 2048}, scale > 0.1 ? 9 : 8, 0.1, false, 0);
-    mla::spike_tokens(in, 256.0f);
+    mla::spike_tokens(in, 4096.0f);
     const mla::Reference ref = mla::reference_decode(in, scale);
     mla::CudaDecoder dec(in, scale);
     for (int stages : {1, 2})

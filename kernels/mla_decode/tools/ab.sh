@@ -9,8 +9,8 @@
 #   FLAGS  extra CUDA compile flags, e.g. -DABTRACK_WGMMA_VOTE=0
 #   SHAPE  bench arguments, e.g. "--batch 64 --heads 32" (CONFIG below is added to each)
 # CONFIG (environment) defaults to the wgmma kernel: --math wgmma --warps 8 --tile 64 --stages 2.
-# AB_TESTS=NAME runs the CUDA tests (ctest -R cuda) of that variant's build before timing
-# (ctest.log in $OUT). AB_TIMEOUT (seconds, default 60) bounds each bench run and the tests: a
+# AB_TESTS="NAME..." runs the CUDA tests (ctest -R cuda) of those variants' builds before timing
+# (ctest-NAME.log in $OUT). AB_PROBE=SECONDS runs each variant once first (below). AB_TIMEOUT (seconds, default 60) bounds each bench run and the tests: a
 # variant that hangs costs that much device time, not the whole call.
 set -u
 reps="$1"; shapes="$2"; shift 2
@@ -31,12 +31,28 @@ for name in "${names[@]}"; do
   [ -x "build-ab-$name/kernels/mla_decode_bench" ] || { echo "build of $name failed:"; tail -20 "$out/build-$name.log"; exit 1; }
 done
 grep -h "Performance Loss\|is injected" "$out"/build-*.log | sort | uniq -c  # ptxas serializing wgmma
-if [ -n "${AB_TESTS:-}" ]; then
-  (cd "build-ab-$AB_TESTS" && timeout "$((${AB_TIMEOUT:-60} * 5))" ctest --timeout "${AB_TIMEOUT:-60}" --output-on-failure -R cuda) >"$out/ctest.log" 2>&1
-  echo "tests of $AB_TESTS (rc $?):"; grep -E 'variants ran|tests passed|FAILED|CHECK' "$out/ctest.log" | head -20
-fi
 here="$(cd "$(dirname "$0")" && pwd)"
 IFS=';' read -r -a shape_list <<<"$shapes"
+# AB_PROBE=SECONDS: each variant runs the first shape once, that long at most, before the A/B;
+# a variant without a result line (hung, crashed, refused) is left out of the A/B.
+if [ -n "${AB_PROBE:-}" ]; then
+  kept=()
+  for name in "${names[@]}"; do
+    # shellcheck disable=SC2086
+    if timeout "$AB_PROBE" "build-ab-$name/kernels/mla_decode_bench" --device cuda ${shape_list[0]} $config --samples 3 >"$out/probe-$name.txt" 2>&1 &&
+       tail -n 1 "$out/probe-$name.txt" | grep -q '"check_passed": *true'; then
+      kept+=("$name")
+    else
+      echo "probe: $name left out (rc $?):"; tail -n 3 "$out/probe-$name.txt"
+    fi
+  done
+  names=("${kept[@]}")
+fi
+for t in ${AB_TESTS:-}; do
+  [[ " ${names[*]} " == *" $t "* ]] || continue  # left out by the probe
+  (cd "build-ab-$t" && timeout "$((${AB_TIMEOUT:-60} * 5))" ctest --timeout "${AB_TIMEOUT:-60}" --output-on-failure -R cuda) >"$out/ctest-$t.log" 2>&1
+  echo "tests of $t (rc $?):"; grep -E 'variants ran|tests passed|FAILED|CHECK' "$out/ctest-$t.log" | head -20
+done
 n=${#names[@]}
 for ((rep = 1; rep <= reps; rep++)); do
   for shape in "${shape_list[@]}"; do
