@@ -31,13 +31,17 @@ patch("mla_decode_kernels.cu", "  auto issue = [&](int tile, int slot) {\n",
       "  auto issue = [&](int tile, int slot) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
 patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows",
       "    if (p.debug_mode == 1) continue;\n    // S = Q K^T straight from the raw fp8 rows")
-# The wgmma kernel: the producer warp announces empty copies; the math warps hand each slot back at once.
+# The wgmma kernel: the producer warps announce empty copies; the math warps hand each slot back
+# at once (and, with the producer conversion, pass its two barriers; the producers still convert
+# their k-steps of the V tile, so "gathers alone" includes that conversion).
 patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageBytes;\n",
       "      std::uint8_t* dst = ring + slot * kStageBytes;\n      if (p.debug_mode == 2 && i >= stages) {\n"
-      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        slot = slot + 1 == stages ? 0 : slot + 1;\n        continue;\n      }\n")
+      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        return;\n      }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
-      "      if (it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n      slot = slot + 1 == stages ? 0 : slot + 1;\n"
+      "      if (kProducerKs == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n"
+      "      if (kProducerKs > 0) named_arrive(kBarVFree, kThreads), named_sync(kBarVReady, kThreads);\n"
+      "      slot = slot + 1 == stages ? 0 : slot + 1;\n"
       "      parity ^= slot == 0 ? 1u : 0u;\n      continue;\n    }\n")
 PY
 cmake -S "$work/kernels" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DABTRACK_WGMMA_PHASES ${DIAG_FLAGS:-}" >/dev/null &&
