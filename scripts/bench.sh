@@ -25,11 +25,27 @@ history() {  # history DIR N: an experiment with N runs, its document rendered a
   (cd "$1" && "$abtrack" -q render && git add -A && git commit -qm "render" && "$abtrack" -q status >/dev/null)
 }
 
-# The git CLI doing what one step does: a record, a document line, add, commit.
+# The git CLI doing what one step does: a record as large as the step's, written where the step
+# writes records (runs/bench/, a folder of 10 or 1000 files), a line appended to the experiment's
+# document, add, commit. Every repository is reset after each timed command, so neither the
+# script's records nor its line outlive the command that wrote them.
 cat >"$work/git-step.sh" <<'SH'
 #!/bin/sh
 set -e
-# Its own folder and document, so abtrack's records stay abtrack's (same sizes, same work).
+last=$(ls runs/bench | tail -n 1)
+n=$(ls runs/bench | wc -l)
+n=$((n + 1))
+f=$(printf 'runs/bench/%04d.json' "$n")
+sed "s/\"run\": [0-9]*/\"run\": $n/" "runs/bench/$last" >"$f"
+printf '| %d | variant=a batch=1 | pass |\n' "$n" >>BENCH_AB.md
+git add "$f" BENCH_AB.md
+git commit -q -m "run $n" -m "Abtrack-Run: $n"
+SH
+# Sessions 1 to 6 measured against this lighter script: a 60-byte record in a folder of its own
+# (runs/gitcli/, one file), the line in a copy of the document. Kept as a reference column.
+cat >"$work/git-own.sh" <<'SH'
+#!/bin/sh
+set -e
 mkdir -p runs/gitcli
 n=$(ls runs/bench runs/gitcli | wc -l)
 n=$((n + 1))
@@ -40,6 +56,7 @@ printf '| %d | variant=a batch=1 | pass |\n' "$n" >>GITCLI.md
 git add "$f" GITCLI.md
 git commit -q -m "run $n" -m "Abtrack-Run: $n"
 SH
+chmod +x "$work/git-own.sh"
 chmod +x "$work/git-step.sh"
 
 # The step measurements, interleaved (bench/paired.py): each round runs abtrack step and the git
@@ -57,9 +74,11 @@ python3 "$here/bench/paired.py" --rounds "${BENCH_ROUNDS:-60}" --warmup 3 --rese
   "step@1000=$work/h1000::$step" "git@1000=$work/h1000::$work/git-step.sh" \
   "step-noplot@10=$work/np10::$step" "git-noplot@10=$work/np10::$work/git-step.sh" \
   "step-noplot@1000=$work/np1000::$step" "git-noplot@1000=$work/np1000::$work/git-step.sh" \
+  "git-own@10=$work/h10::$work/git-own.sh" "git-own@1000=$work/h1000::$work/git-own.sh" \
   "10 runs=step@10/git@10" "1000 runs=step@1000/git@1000" "growth=step@1000/step@10" \
   "10 runs, plot: false=step-noplot@10/git-noplot@10" "1000 runs, plot: false=step-noplot@1000/git-noplot@1000" \
-  "growth, plot: false=step-noplot@1000/step-noplot@10"
+  "growth, plot: false=step-noplot@1000/step-noplot@10" \
+  "10 runs, against the sessions 1-6 script=step@10/git-own@10" "1000 runs, against the sessions 1-6 script=step@1000/git-own@1000"
 for n in 1000 10000; do
   [ -d "$work/h$n" ] || history "$work/h$n" "$n"
   (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
