@@ -50,7 +50,7 @@ double median_of(std::vector<double> v) {
 
 // The kernel that runs `config` (validated).
 const void* kernel_for(const CudaConfig& config) {
-  if (config.math == Math::wgmma) return decode_kernel_wgmma();
+  if (config.math == Math::wgmma) return decode_kernel_wgmma(config.stages);
   return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
 }
 

@@ -37,7 +37,7 @@ const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 // (cudaLaunchAttributeClusterDimension, params.cluster = 1) each CTA combines its share of the
 // heads from its peers' shared memory; otherwise the last CTA of a row and head block combines
 // them from the partials.
-const void* decode_kernel_wgmma();
+const void* decode_kernel_wgmma(int stages);  // one stage: built without the producer conversion
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
 // heads, splits).

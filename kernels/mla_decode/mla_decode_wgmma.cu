@@ -59,7 +59,9 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 // k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
 // write instead of the math warps, while those swap partials and run the softmax (0: the math
 // warps write all of it, as in session 6; needed with fewer than 4 producer warps). Session 7,
-// B=64 h=32: 0 48.7 us, 2 48.0, 4 47.8, 6 49.0, 8 50.1 (the producers then hold up O^T).
+// B=64 h=32: 0 48.7 us, 2 48.0, 3 47.7, 4 47.7, 5 48.0, 6 49.0, 8 50.1 (the producers then hold
+// up O^T). With one stage the kernel is built without it (decode_kernel_wgmma): the producers
+// would refill the only slot after converting, and the gather would wait (66 against 53 us).
 #ifndef ABTRACK_WGMMA_PRODUCER_KS
 #define ABTRACK_WGMMA_PRODUCER_KS 4
 #endif
@@ -80,9 +82,13 @@ static_assert(kProducerKs == 0 || kProducers == 4,
 #ifndef ABTRACK_WGMMA_MATH_REGS
 #define ABTRACK_WGMMA_MATH_REGS 224
 #endif
-constexpr int kMathRegs = ABTRACK_WGMMA_MATH_REGS;
-constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs) / 128;
-static_assert(kProducerRegs >= 24 && kProducerRegs % 8 == 0 && kMathRegs % 8 == 0 && kMathRegs <= 256,
+// Without the producer conversion: 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
+template <int kPks>
+constexpr int kMathRegs = kPks > 0 ? ABTRACK_WGMMA_MATH_REGS : 232;
+template <int kPks>
+constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs<kPks>) / 128;
+static_assert(kProducerRegs<kProducerKs> >= 24 && kProducerRegs<kProducerKs> % 8 == 0 && kMathRegs<kProducerKs> % 8 == 0 &&
+                  kMathRegs<kProducerKs> <= 256,
               "setmaxnreg counts: multiples of 8 in [24, 256] that add up to the launch's 384 x 168");
 constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
 constexpr int kRopeOffset = 528;                   // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
@@ -319,6 +325,7 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
+template <int kPks>  // kProducerKs, or 0 (one stage)
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -389,7 +396,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
   // slot is refilled as soon as the math warps have converted it, so `stages` tiles stay in flight.
   if (wg == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
     if (pw >= kProducers) {
       if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
@@ -421,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           bulk_copy_row(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes,
                         p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes, &full_s[slot]);
     };
-    if constexpr (kProducerKs == 0) {
+    if constexpr (kPks == 0) {
       int slot = 0;
       for (int i = 0; i < n_tiles; ++i) {
         if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
@@ -433,7 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         slot = slot + 1 == stages ? 0 : slot + 1;
       }
     } else {
-      // The producers also write k-steps 16 - kProducerKs .. 15 of both warpgroups' halves of
+      // The producers also write k-steps 16 - kPks .. 15 of both warpgroups' halves of
       // the f16 V tile, for the tokens they copy (the same lanes as the math warp of their
       // index: tokens 16 pw + g and + 8), once the math warps' O^T is done with it; a slot is
       // refilled once they have converted it.
@@ -456,7 +463,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           const __half2 sc0[2] = {__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)};
           const __half2 sc1[2] = {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)};
 #pragma unroll
-          for (int ks = 16 - kProducerKs; ks < 16; ++ks) {
+          for (int ks = 16 - kPks; ks < 16; ++ks) {
             std::uint32_t e0, o0, e1, o1;
             e4m3x4_to_f16(ld_u32(row0 + 256 * w + 16 * ks + 4 * t4), e0, o0);
             e4m3x4_to_f16(ld_u32(row1 + 256 * w + 16 * ks + 4 * t4), e1, o1);
@@ -478,7 +485,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs<kPks>));
 
   // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
@@ -612,7 +619,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     // The slot goes back to the producer (which waits only for tiles it still has to load; with
     // the producer conversion it refills a slot once it has converted it).
-    if (kProducerKs == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
+    if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
     slot = slot + 1 == stages ? 0 : slot + 1;
     parity ^= slot == 0 ? 1u : 0u;
     ABTRACK_PHASE(1);
@@ -634,9 +641,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
     // The f16 tile for this tile's O^T: this warpgroup's positions, which only its own O^T reads
     // (done now). Each store of a warp fills one 128-byte core matrix.
-    if (kProducerKs > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
+    if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
 #pragma unroll
-    for (int ks = 0; ks < 16 - kProducerKs; ++ks) {
+    for (int ks = 0; ks < 16 - kPks; ++ks) {
       st_u32(kv_w + ks * 2048, a[ks][0]);
       st_u32(kv_w + ks * 2048 + 128, a[ks][1]);
       st_u32(kv_w + ks * 2048 + 1024, a[ks][2]);
@@ -712,7 +719,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(4);
     fence_async_smem();
-    if (kProducerKs > 0)
+    if (kPks > 0)
       named_sync(kBarVReady, kThreads);  // P, alpha and the f16 tile complete (the producers' k-steps too)
     else
       named_sync(kBarMath, kMathThreads);  // P, alpha and the f16 tile complete
@@ -899,7 +906,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
 }  // namespace
 
-const void* decode_kernel_wgmma() { return reinterpret_cast<const void*>(&decode_wgmma_impl); }
+const void* decode_kernel_wgmma(int stages) {
+  return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0>)
+                     : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs>);
+}
 
 #ifdef ABTRACK_WGMMA_PHASES
 void print_wgmma_phases() {

@@ -7,7 +7,9 @@
 #   SRC    a folder with the kernels/ CMake project (kernels, or an old tree exported with
 #          `git archive REV kernels cmake | tar -x -C DIR`, then DIR/kernels)
 #   FLAGS  extra CUDA compile flags, e.g. -DABTRACK_WGMMA_VOTE=0
-#   SHAPE  bench arguments, e.g. "--batch 64 --heads 32" (CONFIG below is added to each)
+#   SHAPE  bench arguments, e.g. "--batch 64 --heads 32" (given after CONFIG, so "--stages 1" in a
+#          shape overrides CONFIG's; session 7's final grid had them the other way round and its
+#          "--stages 1" row ran 2 stages)
 # CONFIG (environment) defaults to the wgmma kernel: --math wgmma --warps 8 --tile 64 --stages 2.
 # AB_TESTS="NAME..." runs the CUDA tests (ctest -R cuda) of those variants' builds before timing
 # (ctest-NAME.log in $OUT). AB_PROBE=SECONDS runs each variant once first (below). AB_TIMEOUT (seconds, default 60) bounds each bench run and the tests: a
@@ -39,7 +41,7 @@ if [ -n "${AB_PROBE:-}" ]; then
   kept=()
   for name in "${names[@]}"; do
     # shellcheck disable=SC2086
-    if timeout "$AB_PROBE" "build-ab-$name/kernels/mla_decode_bench" --device cuda ${shape_list[0]} $config --samples 3 >"$out/probe-$name.txt" 2>&1 &&
+    if timeout "$AB_PROBE" "build-ab-$name/kernels/mla_decode_bench" --device cuda $config ${shape_list[0]} --samples 3 >"$out/probe-$name.txt" 2>&1 &&
        tail -n 1 "$out/probe-$name.txt" | grep -q '"check_passed": *true'; then
       kept+=("$name")
     else
@@ -59,7 +61,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     for ((k = 0; k < n; k++)); do
       name="${names[$(((k + rep - 1) % n))]}"
       # shellcheck disable=SC2086
-      timeout "${AB_TIMEOUT:-60}" "build-ab-$name/kernels/mla_decode_bench" --device cuda $shape $config >"$out/last.txt" 2>>"$out/ab.log"
+      timeout "${AB_TIMEOUT:-60}" "build-ab-$name/kernels/mla_decode_bench" --device cuda $config $shape >"$out/last.txt" 2>>"$out/ab.log"
       tail -n 1 "$out/last.txt" | python3 "$here/ab_line.py" "$name" "$rep" "$shape" "$out/ab.jsonl" | tee -a "$out/ab.txt"
     done
   done

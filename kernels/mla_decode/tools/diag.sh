@@ -39,8 +39,8 @@ patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageByte
       "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        return;\n      }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
-      "      if (kProducerKs == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n"
-      "      if (kProducerKs > 0) named_arrive(kBarVFree, kThreads), named_sync(kBarVReady, kThreads);\n"
+      "      if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n"
+      "      if (kPks > 0) named_arrive(kBarVFree, kThreads), named_sync(kBarVReady, kThreads);\n"
       "      slot = slot + 1 == stages ? 0 : slot + 1;\n"
       "      parity ^= slot == 0 ? 1u : 0u;\n      continue;\n    }\n")
 PY
