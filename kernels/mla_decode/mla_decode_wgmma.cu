@@ -22,13 +22,13 @@
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
 // values go to the f16 V tile (each math warpgroup writes 12 k-steps of the half its own O^T
 // reads; the producers convert the other 4 from the raw rows meanwhile, then refill the slot
-// with a later tile, whose gather overlaps everything after), then the softmax, then O^T is issued and left running. Q is scaled per head row by a power of two
-// into f16's range (undone in the softmax); RoPE products stay bf16. The softmax's rescaling
-// check is one barrier with an OR. The epilogue writes from the accumulators. With splits there
-// is no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
-// accumulators through distributed shared memory; other counts are combined by the last CTA of
-// a (batch row, head block) to finish. Design and measurements: docs/mla-decode-kernels.md,
-// sessions 4 to 7.
+// with a later tile, whose gather overlaps everything after), then the softmax, then O^T is
+// issued and left running. Q is scaled per head row by a power of two into f16's range (undone
+// in the softmax); RoPE products stay bf16. The softmax's rescaling check is one barrier with an
+// OR. The epilogue writes from the accumulators. With splits there is no combine kernel: 2, 4
+// or 8 splits run as a cluster whose CTAs combine each other's accumulators through distributed
+// shared memory; other counts are combined by the last CTA of a (batch row, head block) to
+// finish. Design and measurements: docs/mla-decode-kernels.md, sessions 4 to 7.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -394,7 +394,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
   // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
   // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
-  // slot is refilled as soon as the math warps have converted it, so `stages` tiles stay in flight.
+  // slot is refilled as soon as it is converted (by the math warps alone, or also by the
+  // producers: below), so `stages` tiles stay in flight.
   if (wg == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
