@@ -38,6 +38,7 @@ const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 // heads from its peers' shared memory; otherwise the last CTA of a row and head block combines
 // them from the partials.
 const void* decode_kernel_wgmma(int stages);  // one stage: built without the producer conversion
+int wgmma_producer_ksteps();  // k-steps of the V tile the producer warps write (0: none, one kernel)
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,
 // heads, splits).

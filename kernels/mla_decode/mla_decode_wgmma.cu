@@ -907,6 +907,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
 }  // namespace
 
+int wgmma_producer_ksteps() { return kProducerKs; }
+
 const void* decode_kernel_wgmma(int stages) {
   return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0>)
                      : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs>);
