@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace mla = abtrack::kernels::mla_decode;
 
@@ -219,6 +220,15 @@ MLA_TEST("rescale") {
       }
   }
   MLA_CHECK(variants == 18, "ran %d variants", variants);
+  // A RoPE value bf16 cannot hold exactly would make the spikes' offset inexact: refused.
+  mla::Inputs in = mla::make_inputs(mla::Shape{1, 16, 128, 512}, 3);
+  bool refused = false;
+  try {
+    mla::spike_tokens(in, 4097.0f);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  MLA_CHECK(refused, "spike_tokens(4097) is refused (not exact in bf16)");
 }
 
 MLA_TEST("medium") {
