@@ -111,17 +111,13 @@ double decode_flops(const Shape& s) {
 }
 
 void spike_tokens(Inputs& in, float rope) {
-  std::uint16_t rope_bits;  // bf16 of `rope`, which must be exact (checked)
-  {
-    std::uint32_t u;
-    std::memcpy(&u, &rope, 4);
-    if ((u & 0xffffu) != 0 || !std::isfinite(rope))
-      throw std::invalid_argument("spike_tokens: the RoPE value must be exact in bf16");
-    rope_bits = static_cast<std::uint16_t>(u >> 16);
-  }
-  // Every query's RoPE dim 0 is 1 (bf16 0x3f80): a spiked token's score then gains exactly
-  // rope * softmax scale (before the 1/ln 2), the same for every head.
-  for (std::size_t bh = 0; bh < in.q.size() / kDimQk; ++bh) in.q[bh * kDimQk + kDimV] = 0x3f80;
+  const std::uint16_t rope_bits = float_to_bf16(rope);
+  if (!std::isfinite(rope) || bf16_to_float(rope_bits) != rope)
+    throw std::invalid_argument("spike_tokens: the RoPE value must be exact in bf16");
+  // Every query's RoPE dim 0 is 1: a spiked token's score then gains exactly rope * softmax
+  // scale (before the 1/ln 2), the same for every head.
+  const std::uint16_t one = float_to_bf16(1.0f);
+  for (std::size_t bh = 0; bh < in.q.size() / kDimQk; ++bh) in.q[bh * kDimQk + kDimV] = one;
   std::unordered_set<std::int32_t> spiked;
   for (int b = 0; b < in.shape.batch; ++b) {
     const std::int32_t* row = &in.indices[static_cast<std::size_t>(b) * in.shape.topk];
