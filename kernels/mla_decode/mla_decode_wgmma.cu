@@ -241,6 +241,36 @@ __device__ __forceinline__ std::uint32_t hmul2_u32(std::uint32_t a, __half2 s) {
   __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), s);
   return *reinterpret_cast<std::uint32_t*>(&r);
 }
+// The group scales of a thread's two token rows (raw rows row0, row1), groups 2 w and 2 w + 1,
+// as f16x2 times 2^8 (rounded once): s0 for row0, s1 for row1, indexed by the group of the pair.
+struct PairScales {
+  __half2 s0[2], s1[2];
+};
+__device__ __forceinline__ PairScales pair_scales(const std::uint8_t* row0, const std::uint8_t* row1, int w) {
+  const float2 f0 = *reinterpret_cast<const float2*>(row0 + kDimV + 8 * w);
+  const float2 f1 = *reinterpret_cast<const float2*>(row1 + kDimV + 8 * w);
+  return PairScales{{__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)},
+                    {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)}};
+}
+// One k-step of the two rows (four e4m3 values at k0 and at k1) as f16 times its group's scale,
+// in the A fragment's order: row0 even dims, row1 even, row0 odd, row1 odd.
+__device__ __forceinline__ void convert_kstep(const std::uint8_t* k0, const std::uint8_t* k1, __half2 s0, __half2 s1,
+                                              std::uint32_t (&f)[4]) {
+  std::uint32_t e0, o0, e1, o1;
+  e4m3x4_to_f16(ld_u32(k0), e0, o0);
+  e4m3x4_to_f16(ld_u32(k1), e1, o1);
+  f[0] = hmul2_u32(e0, s0);
+  f[1] = hmul2_u32(e1, s1);
+  f[2] = hmul2_u32(o0, s0);
+  f[3] = hmul2_u32(o1, s1);
+}
+// A k-step's fragment into the f16 V tile at d: the second row 128 bytes on, the odd dims 1024.
+__device__ __forceinline__ void store_kstep(std::uint8_t* d, const std::uint32_t (&f)[4]) {
+  st_u32(d, f[0]);
+  st_u32(d + 128, f[1]);
+  st_u32(d + 1024, f[2]);
+  st_u32(d + 1024 + 128, f[3]);
+}
 
 // Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of
 // the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0).
@@ -459,20 +489,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         named_sync(kBarVFree, kThreads);
 #pragma unroll
         for (int w = 0; w < 2; ++w) {
-          const float2 f0 = *reinterpret_cast<const float2*>(row0 + kDimV + 8 * w);
-          const float2 f1 = *reinterpret_cast<const float2*>(row1 + kDimV + 8 * w);
-          const __half2 sc0[2] = {__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)};
-          const __half2 sc1[2] = {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)};
+          const PairScales sc = pair_scales(row0, row1, w);
 #pragma unroll
           for (int ks = 16 - kPks; ks < 16; ++ks) {
-            std::uint32_t e0, o0, e1, o1;
-            e4m3x4_to_f16(ld_u32(row0 + 256 * w + 16 * ks + 4 * t4), e0, o0);
-            e4m3x4_to_f16(ld_u32(row1 + 256 * w + 16 * ks + 4 * t4), e1, o1);
-            std::uint8_t* d = kv_p + w * 16 * 2048 + ks * 2048;
-            st_u32(d, hmul2_u32(e0, sc0[ks >> 3]));
-            st_u32(d + 128, hmul2_u32(e1, sc1[ks >> 3]));
-            st_u32(d + 1024, hmul2_u32(o0, sc0[ks >> 3]));
-            st_u32(d + 1024 + 128, hmul2_u32(o1, sc1[ks >> 3]));
+            std::uint32_t f[4];
+            convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3], sc.s1[ks >> 3], f);
+            store_kstep(kv_p + w * 16 * 2048 + ks * 2048, f);
           }
         }
         fence_async_smem();
@@ -592,22 +614,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     {
       const std::uint8_t* row0 = stage + t0 * kTokenBytes;
       const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
-      const float2 f0 = *reinterpret_cast<const float2*>(row0 + kDimV + 8 * wg);
-      const float2 f1 = *reinterpret_cast<const float2*>(row1 + kDimV + 8 * wg);
-      const __half2 sc0[2] = {__float2half2_rn(f0.x * 256.0f), __float2half2_rn(f0.y * 256.0f)};
-      const __half2 sc1[2] = {__float2half2_rn(f1.x * 256.0f), __float2half2_rn(f1.y * 256.0f)};
+      const PairScales sc = pair_scales(row0, row1, wg);
       const std::uint8_t* k0 = row0 + 256 * wg + 4 * t4;
       const std::uint8_t* k1 = row1 + 256 * wg + 4 * t4;
 #pragma unroll
-      for (int ks = 0; ks < 16; ++ks) {
-        std::uint32_t e0, o0, e1, o1;
-        e4m3x4_to_f16(ld_u32(k0 + 16 * ks), e0, o0);
-        e4m3x4_to_f16(ld_u32(k1 + 16 * ks), e1, o1);
-        a[ks][0] = hmul2_u32(e0, sc0[ks >> 3]);
-        a[ks][1] = hmul2_u32(e1, sc1[ks >> 3]);
-        a[ks][2] = hmul2_u32(o0, sc0[ks >> 3]);
-        a[ks][3] = hmul2_u32(o1, sc1[ks >> 3]);
-      }
+      for (int ks = 0; ks < 16; ++ks) convert_kstep(k0 + 16 * ks, k1 + 16 * ks, sc.s0[ks >> 3], sc.s1[ks >> 3], a[ks]);
       const std::uint8_t* r0 = row0 + kRopeOffset + 64 * wg + 4 * t4;
       const std::uint8_t* r1 = row1 + kRopeOffset + 64 * wg + 4 * t4;
 #pragma unroll
@@ -644,12 +655,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // (done now). Each store of a warp fills one 128-byte core matrix.
     if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
 #pragma unroll
-    for (int ks = 0; ks < 16 - kPks; ++ks) {
-      st_u32(kv_w + ks * 2048, a[ks][0]);
-      st_u32(kv_w + ks * 2048 + 128, a[ks][1]);
-      st_u32(kv_w + ks * 2048 + 1024, a[ks][2]);
-      st_u32(kv_w + ks * 2048 + 1024 + 128, a[ks][3]);
-    }
+    for (int ks = 0; ks < 16 - kPks; ++ks) store_kstep(kv_w + ks * 2048, a[ks]);
     // Each warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's
     // partial for them, swapped through shared memory in accumulator order (the same thread of
     // the other warpgroup holds the same rows and columns).
