@@ -42,11 +42,12 @@ if(ABTRACK_STATIC_DEPS)
   # (~5 ms: mbedTLS decodes every certificate) is dead weight, and so is seeding mbedTLS's random
   # generator there (~0.2 ms) and libssh2's start-up, which loads every OpenSSL engine (~0.25 ms):
   # gitstore/link_overrides.cpp supplies the wrappers that load no certificate, seed on first use
-  # and leave libssh2 to initialise itself when a session is made (see the comments there).
+  # and leave libssh2 to initialise itself when a session is made, and compute libgit2's
+  # whole-file checksums (never object ids) with OpenSSL's SHA-1 (see the comments there).
   set(_abtrack_wrapped mbedtls_x509_crt_parse_file mbedtls_x509_crt_parse_path
       mbedtls_entropy_init mbedtls_entropy_free mbedtls_entropy_func
       mbedtls_ctr_drbg_init mbedtls_ctr_drbg_seed mbedtls_ctr_drbg_random mbedtls_ctr_drbg_free
-      libssh2_init)
+      libssh2_init git_hash_buf)
   list(TRANSFORM _abtrack_wrapped PREPEND "-Wl,--wrap=")
   target_link_options(abtrack_git2 INTERFACE ${_abtrack_wrapped})
   target_link_libraries(abtrack_yaml INTERFACE ${ABTRACK_ARCHIVE_yaml-cpp})

@@ -7,11 +7,13 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <libssh2.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 
 #include "gitstore/repository.hpp"
+#include "util/error.hpp"
 #include "util/files.hpp"
 
 using namespace abtrack;
@@ -82,6 +84,51 @@ TEST_CASE("libssh2, not initialised by libgit2, initialises itself when a sessio
   LIBSSH2_SESSION* session = libssh2_session_init();
   REQUIRE(session != nullptr);
   CHECK(libssh2_session_free(session) == 0);
+}
+#endif
+
+#ifdef ABTRACK_STATIC_DEPS
+// libgit2's whole-file checksum, as libgit2's own files call it (through the wrapper) and as
+// libgit2 computes it (SHA1DC).
+extern "C" int git_hash_buf(unsigned char* out, const void* data, size_t len, int algorithm);
+extern "C" int __real_git_hash_buf(unsigned char* out, const void* data, size_t len, int algorithm);
+
+TEST_CASE("whole-file checksums: OpenSSL's SHA-1 gives libgit2's SHA1DC bytes, and a torn index is still refused") {
+  std::mt19937_64 rng(7);
+  for (std::size_t len : {0u, 1u, 55u, 56u, 63u, 64u, 65u, 1000u, 90'000u, 1'000'003u}) {
+    std::string data(len, '\0');
+    for (auto& c : data) c = static_cast<char>(rng());
+    unsigned char fast[20] = {}, dc[20] = {1};
+    const int before = gitstore::fast_file_checksums();
+    REQUIRE(git_hash_buf(fast, data.data(), data.size(), 1) == 0);
+    CHECK(gitstore::fast_file_checksums() == before + 1);
+    REQUIRE(__real_git_hash_buf(dc, data.data(), data.size(), 1) == 0);
+    CHECK(std::memcmp(fast, dc, sizeof fast) == 0);
+  }
+  // An empty string's SHA-1, as every implementation has it.
+  unsigned char empty[20];
+  REQUIRE(git_hash_buf(empty, "", 0, 1) == 0);
+  CHECK(fmt::format("{:02x}", fmt::join(empty, empty + 20, "")) == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+
+  fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-index-{}", std::random_device{}());
+  fs::create_directories(dir);
+  std::string q = "'" + dir.string() + "'";
+  REQUIRE(std::system(("git init -q " + q + " && echo x >" + q + "/f && git -C " + q + " add f").c_str()) == 0);
+  const int before = gitstore::fast_file_checksums();
+  gitstore::Repository::discover(dir);  // reads the index: its trailer checked by the wrapper
+  CHECK(gitstore::fast_file_checksums() > before);
+  // One flipped bit in an entry: the trailer no longer matches, and the repository is refused.
+  std::string index = util::read_file(dir / ".git/index");
+  index[20] = static_cast<char>(index[20] ^ 1);
+  util::write_file_atomic(dir / ".git/index", index, util::Durability::ordinary);
+  try {
+    gitstore::Repository::discover(dir);
+    FAIL("a corrupt index was read");
+  } catch (const Error& e) {
+    CHECK(e.diagnostics().front().message.find("cannot read the index") != std::string::npos);
+    CHECK(e.diagnostics().front().message.find("checksum") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
 #endif
 

@@ -329,7 +329,11 @@ std::optional<std::string> Repository::head() const {
   return hex(*tip.oid);
 }
 
-git_tree* Repository::head_tree() const { return tree_of(m_repo, read_tip(m_repo).oid); }
+git_tree* Repository::head_tree(std::optional<std::string>& commit) const {
+  auto tip = read_tip(m_repo);
+  commit = tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt;
+  return tree_of(m_repo, tip.oid);
+}
 
 
 std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths) const {
@@ -373,7 +377,8 @@ std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& 
     if (name.empty() || name == ".git" || std::find(leave_out.begin(), leave_out.end(), name) != leave_out.end()) return;
     if (std::find(top.begin(), top.end(), name) == top.end()) top.push_back(std::move(name));
   };
-  Tree head(head_tree());
+  std::optional<std::string> commit;
+  Tree head(head_tree(commit));
   for (std::size_t i = 0; head.get() && i < git_tree_entrycount(head.get()); ++i)
     add(git_tree_entry_name(git_tree_entry_byindex(head.get(), i)));
   // A path staged under a new top-level folder and since removed from the work tree is in

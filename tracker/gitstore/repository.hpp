@@ -134,7 +134,9 @@ class Repository {
 
  private:
   explicit Repository(git_repository* repo);
-  git_tree* head_tree() const;  // caller frees; nullptr when unborn
+  // HEAD's tree (caller frees; nullptr when unborn), and in `commit` the commit it is the tree
+  // of: both from one read of HEAD, so they agree however HEAD moves meanwhile.
+  git_tree* head_tree(std::optional<std::string>& commit) const;
   // Makes the index and work tree agree with a new commit for `files` (path, content), given
   // the tree they agreed with before; a file that matches neither is the user's and is kept
   // (appended to `kept_edits`).
@@ -179,6 +181,12 @@ DeferredSeeding deferred_rng_seeding();
 // is linked statically with the wrappers; else 0.
 int libssh2_inits_deferred();
 
+// How many whole-file checksums (the index's trailer, config files; never object ids) libgit2
+// had computed by OpenSSL's SHA-1 instead of its collision-detecting one (see
+// link_overrides.cpp): > 0 once a repository's index was read, when libgit2 is linked
+// statically with the wrappers; else 0.
+int fast_file_checksums();
+
 // Defined next to the link-time overrides; called so that the linker takes them (see there).
 void libgit2_overrides_linked();
 
@@ -190,8 +198,9 @@ void check_git(int rc, const std::string& what);
 
 template <class Fn>
 auto Repository::with_head(Fn&& fn) const {
-  std::unique_ptr<git_tree, void (*)(git_tree*)> tree(head_tree(), free_tree);
-  TreeView view(m_repo, tree.get(), head());
+  std::optional<std::string> commit;
+  std::unique_ptr<git_tree, void (*)(git_tree*)> tree(head_tree(commit), free_tree);
+  TreeView view(m_repo, tree.get(), std::move(commit));
   return fn(static_cast<const TreeView&>(view));
 }
 
