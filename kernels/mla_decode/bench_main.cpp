@@ -62,6 +62,9 @@ CPU reference, times it, and prints one JSON object as the last line of stdout.
   --seed N              input seed (default 1)
   --scale X|default|model  softmax scale (default: 1/sqrt(576); model = 0.1352)
   --invalid-pct X       percentage of index slots set to -1 (default 0)
+  --l2-flush dirty|clean  CUDA: what L2 holds when a sample starts (default dirty: the flush's
+                        written lines, which the kernel writes back as it evicts them; clean:
+                        lines read from another buffer after the flush)
   --help                this text
 
 Exit status: 0 ran (the JSON says whether the output was correct), 1 runtime error,
@@ -79,6 +82,7 @@ struct Options {
   std::uint64_t seed = 1;
   double scale = mla::default_softmax_scale();
   double invalid_pct = 0.0;
+  mla::L2Flush l2_flush = mla::L2Flush::dirty;
 };
 
 long long parse_int(const std::string& opt, const std::string& text, long long lo, long long hi) {
@@ -174,6 +178,10 @@ Options parse(int argc, char** argv, bool& help) {
       else if (value == "model") o.scale = mla::model_softmax_scale();
       else o.scale = parse_double(arg, value);
       if (!(o.scale > 0.0)) throw UsageError("--scale must be positive");
+    } else if (arg == "--l2-flush") {
+      if (value == "dirty") o.l2_flush = mla::L2Flush::dirty;
+      else if (value == "clean") o.l2_flush = mla::L2Flush::clean;
+      else throw UsageError("--l2-flush must be dirty or clean, got '" + value + "'");
     } else if (arg == "--invalid-pct") {
       o.invalid_pct = parse_double(arg, value);
       if (o.invalid_pct < 0.0 || o.invalid_pct > 100.0) throw UsageError("--invalid-pct must be in [0, 100]");
@@ -340,7 +348,7 @@ int run_cuda(const Options& o) {
   decoder.poison();
   decoder.launch(plan);
   const mla::CheckResult first = mla::check_outputs(in.shape, decoder.download(), ref);
-  const std::vector<double> us = decoder.time(plan, o.samples, o.warmup);
+  const std::vector<double> us = decoder.time(plan, o.samples, o.warmup, o.l2_flush);
   const mla::CheckResult last = mla::check_outputs(in.shape, decoder.download(), ref);
   const mla::CheckResult check = worse(first, last);
   const double copy_bw = mla::measure_copy_bandwidth();
@@ -377,6 +385,7 @@ int run_cuda(const Options& o) {
   j.add("cluster", plan.cluster);
   j.add("local_bytes", static_cast<long long>(plan.local_bytes));
   j.add("copy_gbps", copy_bw / 1e9);
+  j.add("l2_flush", o.l2_flush == mla::L2Flush::clean ? "clean" : "dirty");
   j.add("matrix_tflops", kMatrixFlopsPerS / 1e12);
   j.add("sm_clock_mhz", info.sm_clock_mhz);
   j.add("device", info.name);

@@ -17,6 +17,11 @@ namespace abtrack::kernels::mla_decode {
 bool cuda_device_available(std::string& why);
 
 // Properties of device 0 that the driver reports with every run.
+// What L2 holds when a timed sample starts: none of the kernel's data either way; `dirty`: the
+// flush's written lines, which the kernel writes back to DRAM as it evicts them; `clean`: lines
+// read from a buffer the kernel never touches.
+enum class L2Flush { dirty, clean };
+
 struct DeviceInfo {
   std::string name;
   int sm_count = 0;
@@ -69,9 +74,11 @@ class CudaDecoder {
   void launch(const LaunchPlan& plan);
   // Waits for the stream and returns out/lse.
   Outputs download();
-  // `samples` timings in microseconds: per sample poison, an L2 flush of exactly the L2 size,
-  // then events around launch(). `warmup` untimed launches first.
-  std::vector<double> time(const LaunchPlan& plan, int samples, int warmup);
+  // `samples` timings in microseconds: per sample poison, an L2 flush of exactly the L2 size
+  // (a memset, which leaves its lines dirty in L2; with L2Flush::clean a read of another
+  // L2-sized buffer follows, so L2 holds clean lines), then events around launch(). `warmup`
+  // untimed launches first.
+  std::vector<double> time(const LaunchPlan& plan, int samples, int warmup, L2Flush flush = L2Flush::dirty);
 
  private:
   struct Impl;

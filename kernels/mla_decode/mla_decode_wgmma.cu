@@ -35,7 +35,10 @@
 #include <cuda_fp16.h>
 
 #ifdef ABTRACK_WGMMA_PHASES
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <vector>
 #endif
 
 namespace abtrack::kernels::mla_decode {
@@ -273,17 +276,50 @@ __device__ __forceinline__ void store_kstep(std::uint8_t* d, const std::uint32_t
 }
 
 // Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of
-// the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0).
+// the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0),
+// and every CTA's start, end and length.
 #ifdef ABTRACK_WGMMA_PHASES
 __device__ long long g_wgmma_phases[2][9];  // (a printf in the kernel would serialize its wgmma)
+// Every CTA's start and end (%globaltimer, ns) and its length in its SM's cycles, by CTA index.
+constexpr int kSpanCtas = 4096;
+__device__ unsigned long long g_cta_span[kSpanCtas][3];
+__device__ unsigned g_cta_count;
+// Cycles since the kernel started at points of the prologue and the epilogue, by thread 0 of
+// CTA (0, 0, 0) (see ABTRACK_STAMP's uses).
+constexpr int kStamps = 18;
+__device__ long long g_stamps[kStamps];
 #define ABTRACK_PHASE(i)                 \
   {                                      \
     const long long now_ = clock64();    \
     phase_[i] += now_ - phase_t_;        \
     phase_t_ = now_;                     \
   }
+#define ABTRACK_STAMP_BY(k, thread)                                                              \
+  do {                                                                                           \
+    if (tid == (thread) && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)                \
+      g_stamps[k] = clock64() - cta_clock0_;                                                     \
+  } while (0)
+#define ABTRACK_STAMP(k) ABTRACK_STAMP_BY(k, 0)
+// The CTA's span into g_cta_span, by thread 0 where the kernel ends.
+#define ABTRACK_CTA_SPAN()                                                                   \
+  do {                                                                                       \
+    if (tid == 0) {                                                                          \
+      unsigned long long t1_;                                                                \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1_));                                \
+      const unsigned cta_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);  \
+      if (cta_ < kSpanCtas) {                                                                \
+        g_cta_span[cta_][0] = cta_t0_;                                                       \
+        g_cta_span[cta_][1] = t1_;                                                           \
+        g_cta_span[cta_][2] = static_cast<unsigned long long>(clock64() - cta_clock0_);      \
+        atomicMax(&g_cta_count, cta_ + 1);                                                   \
+      }                                                                                      \
+    }                                                                                        \
+  } while (0)
 #else
 #define ABTRACK_PHASE(i)
+#define ABTRACK_STAMP_BY(k, thread)
+#define ABTRACK_STAMP(k)
+#define ABTRACK_CTA_SPAN()
 #endif
 
 // The splits' combine, done by the last CTA of a (batch row, head block) to finish instead of a
@@ -360,6 +396,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   long long phase_t_ = clock64();
+  const long long cta_clock0_ = phase_t_;
+  unsigned long long cta_t0_;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(cta_t0_));
 #endif
   extern __shared__ __align__(128) std::uint8_t smem[];
   // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
@@ -417,9 +456,11 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int u = 0; u < 4; ++u)
       if (j0 + u * kThreads < n_tiles * kTile) idx_s[j0 + u * kThreads] = v[u];
   }
+  ABTRACK_STAMP(0);  // the indices stored (their loads returned)
   if (tid < stages) mbar_init(&full_s[tid], kProducers);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncthreads();
+  ABTRACK_STAMP(1);
 
   // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
   // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
@@ -466,7 +507,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         // The first tile alone at first: every CTA of the grid starts at once, and the first
         // tiles land sooner if the second ones do not compete with them for DRAM (the math of
         // tile 0 hides the second tile's gather).
-        if (i == 1) mbar_wait(&full_s[0], 0);
+        if (i == 1) {
+          mbar_wait(&full_s[0], 0);
+          ABTRACK_STAMP_BY(16, kMathThreads);  // the first tile landed
+        }
         issue(i, slot);
         slot = slot + 1 == stages ? 0 : slot + 1;
       }
@@ -476,7 +520,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       // index: tokens 16 pw + g and + 8), once the math warps' O^T is done with it; a slot is
       // refilled once they have converted it.
       for (int i = 0; i < stages && i < n_tiles; ++i) {
-        if (i == 1) mbar_wait(&full_s[0], 0);
+        if (i == 1) {
+          mbar_wait(&full_s[0], 0);
+          ABTRACK_STAMP_BY(16, kMathThreads);  // the first tile landed
+        }
         issue(i, i);
       }
       int slot = 0;
@@ -509,6 +556,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs<kPks>));
+  ABTRACK_STAMP(10);
 
   // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
@@ -530,6 +578,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
+    if (r == 0) ABTRACK_STAMP(15);  // the first Q row's maximum: its loads have returned
     int e = 0;
     frexpf(big, &e);
     const float cs = big > 0.0f && isfinite(big) ? ldexpf(1.0f, 15 - e) : 1.0f;
@@ -563,6 +612,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
   }
 
+  ABTRACK_STAMP(11);  // Q converted
   // O^T accumulators of this warpgroup: m-block mb holds positions 256 wg + 64 mb + 16 wl + g
   // (+8), heads 8 j + 2 t4 (+1) at [mb][4 j + {0, 1} (+2 for +8)].
   float oacc[4][16];
@@ -579,6 +629,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     l_part[c] = 0.0f;
   }
   named_sync(kBarMath, kMathThreads);
+  ABTRACK_STAMP(12);
 #pragma unroll
   for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
 
@@ -601,6 +652,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
   bool rescale_any = true;   // some head's maximum moved in this tile (alpha_s written)
   ABTRACK_PHASE(7);  // prologue
+  ABTRACK_STAMP(2);
   for (int it = 0; it < n_tiles; ++it) {
     mbar_wait(&full_s[slot], parity);  // tile it has landed
     ABTRACK_PHASE(0);
@@ -760,7 +812,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
     ABTRACK_PHASE(6);
   }
+  ABTRACK_STAMP(3);  // the loop issued its last O^T
   wgmma_wait_all();  // the last tile's O^T
+  ABTRACK_STAMP(4);
 #ifdef ABTRACK_WGMMA_PHASES
   if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
     for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
@@ -802,6 +856,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
   }
   const int d_thread = 256 * wg + 16 * wl + 2 * g;  // + 64 mb: this thread's even dims
+  ABTRACK_STAMP(5);  // l reduced
   if (p.cluster) {
     // The splits are the CTAs of this cluster. Each stages its accumulators in their own order
     // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
@@ -824,7 +879,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         for (int q = 0; q < 4; ++q)
           stage4[((wg * 4 + mb) * 4 + q) * 128 + wt] =
               make_float4(oacc[mb][4 * q], oacc[mb][4 * q + 1], oacc[mb][4 * q + 2], oacc[mb][4 * q + 3]);
+    ABTRACK_STAMP(6);  // accumulators staged
     cluster_sync();  // every CTA's accumulators, m_s and l_s
+    ABTRACK_STAMP(7);
     float* wts = reinterpret_cast<float*>(p_s);  // [head][split]: exp2(m_k - M) / L
     if (tid < kHeads) {
       float mk[8], lk[8], big = kMinusBig;
@@ -845,6 +902,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
             sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
     }
     named_sync(kBarMath, kMathThreads);
+    ABTRACK_STAMP(13);  // weights
 #pragma unroll
     for (int mb = 0; mb < 4; ++mb)
       if (mine[mb])
@@ -870,6 +928,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         }
       }
     }
+    ABTRACK_STAMP(14);  // the others' blocks added
 #pragma unroll
     for (int mb = 0; mb < 4; ++mb)
       if (mine[mb])
@@ -881,7 +940,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
             *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV +
                                               d_thread + 64 * mb) = as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
         }
+    ABTRACK_STAMP(8);  // combined and stored
     cluster_sync();  // the other CTAs are done reading this one's shared memory
+    ABTRACK_STAMP(9);
+    ABTRACK_CTA_SPAN();
     return;
   }
   named_sync(kBarMath, kMathThreads);  // l_s
@@ -909,6 +971,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       }
     }
   if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
+  ABTRACK_CTA_SPAN();
 }
 
 }  // namespace
@@ -929,6 +992,38 @@ void print_wgmma_phases() {
                  "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | data wait %lld  load+convert+S^T issue "
                  "%lld  wgmma wait %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
                  ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
+  long long st[kStamps] = {};
+  if (cudaMemcpyFromSymbol(st, g_stamps, sizeof st) == cudaSuccess)
+    std::fprintf(stderr,
+                 "wgmma stamps (cycles from the start, CTA 0 thread 0): indices stored %lld, synced %lld, registers %lld, "
+                 "Q converted %lld, math synced %lld, loop %lld | "
+                 "last O^T issued %lld, waited %lld, l reduced %lld | staged %lld, cluster synced %lld, combined and "
+                 "stored %lld, synced %lld (weights %lld, others' blocks added %lld; first Q row's maximum %lld; first tile landed %lld)\n",
+                 st[0], st[1], st[10], st[11], st[12], st[2], st[3], st[4], st[5], st[6], st[7], st[8], st[9], st[13], st[14], st[15], st[16]);
+  // The launch's CTAs on one clock: when they started and ended after the first one started, and
+  // how long each ran (its SM's cycles), as min / median / max.
+  unsigned count = 0;
+  static unsigned long long span[kSpanCtas][3];
+  if (cudaMemcpyFromSymbol(&count, g_cta_count, sizeof count) != cudaSuccess || count == 0 ||
+      cudaMemcpyFromSymbol(span, g_cta_span, sizeof span) != cudaSuccess)
+    return;
+  unsigned long long t0 = ~0ull;
+  for (unsigned i = 0; i < count; ++i) t0 = std::min(t0, span[i][0]);
+  std::vector<double> start(count), end(count), cycles(count);
+  for (unsigned i = 0; i < count; ++i) {
+    start[i] = (span[i][0] - t0) * 1e-3;
+    end[i] = (span[i][1] - t0) * 1e-3;
+    cycles[i] = static_cast<double>(span[i][2]);
+  }
+  auto mmm = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return std::array<double, 3>{v.front(), v[v.size() / 2], v.back()};
+  };
+  const auto s3 = mmm(start), e3 = mmm(end), c3 = mmm(cycles);
+  std::fprintf(stderr,
+               "wgmma CTAs (%u): start %.2f / %.2f / %.2f us, end %.2f / %.2f / %.2f us after the first start; "
+               "length %.0f / %.0f / %.0f cycles (min / median / max)\n",
+               count, s3[0], s3[1], s3[2], e3[0], e3[1], e3[2], c3[0], c3[1], c3[2]);
 }
 #endif
 

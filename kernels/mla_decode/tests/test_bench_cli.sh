@@ -28,6 +28,10 @@ check "--warps 6 message" grep -q '^mla_decode_bench: error: ' "$tmp/err"
 check "--math mad exits 2 (got $rc)" test "$rc" -eq 2
 check "--math lists its values" grep -q "^mla_decode_bench: error: --math must be mma, fma or wgmma, got 'mad'" "$tmp/err"
 
+"$bench" --l2-flush warm >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--l2-flush warm exits 2 (got $rc)" test "$rc" -eq 2
+check "--l2-flush lists its values" grep -q "^mla_decode_bench: error: --l2-flush must be dirty or clean, got 'warm'" "$tmp/err"
+
 # A CUDA build names the wgmma kernel's constraints; a CPU-only build refuses --device cuda.
 "$bench" --device cuda --math wgmma --warps 4 --tile 64 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "--math wgmma --warps 4 exits 2 (got $rc)" test "$rc" -eq 2

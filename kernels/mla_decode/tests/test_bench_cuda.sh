@@ -22,5 +22,10 @@ check "why given" grep -q '"why": "shared memory' "$tmp/out"
 "$bench" --device cuda --batch 4 --heads 64 --topk 512 --pool 65536 --samples 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "small run exits 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
 check "check passed" grep -q '"check_passed": true' "$tmp/out"
+# L2 holding clean lines (a read of another buffer after the memset) when each sample starts.
+"$bench" --device cuda --batch 4 --heads 32 --topk 512 --pool 65536 --samples 3 --l2-flush clean >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--l2-flush clean run exits 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
+check "--l2-flush clean check passed" grep -q '"check_passed": true' "$tmp/out"
+check "--l2-flush clean reported" grep -q '"l2_flush": "clean"' "$tmp/out"
 echo "$pass passed, $fail failed"
 test "$fail" -eq 0

@@ -53,6 +53,7 @@ for mode in 0 1 2; do
   MLA_DEBUG_MODE=$mode "$bench" --device cuda --batch 64 --heads 32 $cfg --samples 10 >"$work/out.txt" 2>"$work/err.txt"
   tail -n 1 "$work/out.txt" |
     python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["median_us"], "us, splits", d["splits_used"])'
-  [ "$mode" = 0 ] && grep -m 2 "wgmma phases" "$work/err.txt"
+  [ "$mode" = 0 ] && grep -m 4 "wgmma phases\|wgmma CTAs\|wgmma stamps" "$work/err.txt" && grep "wgmma CTAs\|wgmma stamps" "$work/err.txt" | tail -2
+  [ "$mode" = 1 ] && grep "wgmma CTAs" "$work/err.txt" | tail -1
 done
 rm -rf "$work"
