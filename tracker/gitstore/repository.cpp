@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -16,6 +17,7 @@
 #include <git2.h>
 #include <git2/sys/repository.h>
 
+#include "gitstore/raw_tree.hpp"
 #include "util/error.hpp"
 #include "util/files.hpp"
 #include "util/lock.hpp"
@@ -55,6 +57,11 @@ using Revwalk = Owned<git_revwalk, git_revwalk_free>;
 using Config = Owned<git_config, git_config_free>;
 using Repo = Owned<git_repository, git_repository_free>;
 using TreeEntry = Owned<git_tree_entry, git_tree_entry_free>;
+using Odb = Owned<git_odb, git_odb_free>;
+using OdbObject = Owned<git_odb_object, git_odb_object_free>;
+
+// A folder's tree object at least this large (~100 entries) is written by raw_tree_with_files.
+constexpr std::size_t kRawTreeMinBytes = 4096;
 
 std::string last_git_message() {
   const git_error* e = git_error_last();
@@ -114,6 +121,63 @@ Tip read_tip(git_repository* repo) {
     return t;
   }
   return Tip{"HEAD", *git_reference_target(head.get())};
+}
+
+// Replaces the file updates in each large folder of `before` (runs/<experiment>/) by one update
+// of that folder's tree, written by raw_tree_with_files; `folders` keeps the folder paths the new
+// updates point to. A folder it cannot do that for keeps its file updates (libgit2 builds it).
+void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<git_tree_update>& updates,
+                          std::vector<std::string>& folders) {
+  if (!before) return;
+  // The files of each folder, by the folder's path.
+  std::map<std::string, std::vector<std::size_t>> by_folder;
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    std::string_view path(updates[i].path);
+    if (auto slash = path.rfind('/'); slash != std::string_view::npos) by_folder[std::string(path.substr(0, slash))].push_back(i);
+  }
+  Odb odb;
+  if (by_folder.empty()) return;
+  if (git_repository_odb(odb.out(), repo) != 0) return git_error_clear();
+  std::vector<bool> done(updates.size(), false);
+  std::vector<git_tree_update> folder_updates;
+  folders.reserve(by_folder.size());  // the updates point into these strings: no reallocation
+  for (const auto& [folder, members] : by_folder) {
+    TreeEntry entry;
+    if (git_tree_entry_bypath(entry.out(), before, folder.c_str()) != 0 || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
+      git_error_clear();
+      continue;
+    }
+    OdbObject old_folder;
+    if (git_odb_read(old_folder.out(), odb.get(), git_tree_entry_id(entry.get())) != 0) {
+      git_error_clear();
+      continue;
+    }
+    std::string_view raw(static_cast<const char*>(git_odb_object_data(old_folder.get())), git_odb_object_size(old_folder.get()));
+    if (raw.size() < kRawTreeMinBytes) continue;  // small: libgit2's tree builder costs nothing
+    std::vector<RawBlob> files;
+    for (std::size_t i : members) {
+      RawBlob f;
+      f.name = std::string(updates[i].path).substr(folder.size() + 1);
+      std::memcpy(f.id.data(), updates[i].id.id, f.id.size());
+      files.push_back(std::move(f));
+    }
+    auto tree = raw_tree_with_files(raw, std::move(files));
+    if (!tree) continue;  // something this does not handle: libgit2 does it
+    git_tree_update u{};
+    u.action = GIT_TREE_UPDATE_UPSERT;
+    check_git(git_odb_write(&u.id, odb.get(), tree->data(), tree->size(), GIT_OBJECT_TREE), "writing the tree of " + folder);
+    u.filemode = GIT_FILEMODE_TREE;
+    folders.push_back(folder);
+    u.path = folders.back().c_str();
+    folder_updates.push_back(u);
+    for (std::size_t i : members) done[i] = true;
+    util::trace("large folder's tree written from its bytes");
+  }
+  std::vector<git_tree_update> kept;
+  for (std::size_t i = 0; i < updates.size(); ++i)
+    if (!done[i]) kept.push_back(updates[i]);
+  kept.insert(kept.end(), folder_updates.begin(), folder_updates.end());
+  updates = std::move(kept);
 }
 
 git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
@@ -552,6 +616,8 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
       u.path = path.c_str();
       updates.push_back(u);
     }
+    std::vector<std::string> folders;  // owns the paths of folder updates
+    put_in_large_folders(m_repo, old_tree.get(), updates, folders);
     git_oid tree_id;
     check_git(git_tree_create_updated(&tree_id, m_repo, old_tree.get(), updates.size(), updates.data()), "building the tree");
     Tree tree;
