@@ -14,6 +14,7 @@
 #include <git2.h>
 
 #include "gitstore/raw_tree.hpp"
+#include "gitstore/repository.hpp"
 
 using namespace abtrack;
 namespace fs = std::filesystem;
@@ -145,4 +146,40 @@ TEST_CASE("raw_tree_with_files refuses what it does not handle, for libgit2 to d
   auto empty = gitstore::raw_tree_with_files("", {raw_blob("b", a), raw_blob("a", a)});
   REQUIRE(empty.has_value());
   CHECK(*empty == r.raw(r.tree({{"a", a, GIT_FILEMODE_BLOB}, {"b", a, GIT_FILEMODE_BLOB}})));
+}
+
+TEST_CASE("a commit into a large folder keeps every file, also with one deeper inside it") {
+  fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-bigfolder-{}", std::random_device{}());
+  fs::create_directories(dir);
+  std::string q = "'" + dir.string() + "'";
+  REQUIRE(std::system(("git init -q " + q + " && git -C " + q + " config user.name t && git -C " + q +
+                       " config user.email t@example.com").c_str()) == 0);
+  {
+    auto repo = gitstore::Repository::discover(dir);
+    auto commit = [&](std::vector<std::pair<std::string, std::string>> files) {
+      repo.commit([&](const gitstore::TreeView&) {
+        gitstore::Change c;
+        c.message = "files\n";
+        c.files = files;
+        return c;
+      });
+    };
+    std::vector<std::pair<std::string, std::string>> many;
+    for (int i = 1; i <= 150; ++i) many.emplace_back(fmt::format("runs/x/{:04}.json", i), fmt::format("{}\n", i));
+    commit(many);  // an empty tree before: libgit2 builds it
+    commit({{"runs/x/0151.json", "151\n"}, {"runs/x/sub/deep.txt", "deep\n"}, {"AB.md", "doc\n"}});
+    commit({{"runs/x/0152.json", "152\n"}, {"runs/x/0001.json", "one again\n"}});
+    auto read = [&](const std::string& p) { return repo.with_head([&](const gitstore::TreeView& t) { return t.read(p); }); };
+    CHECK(read("runs/x/0150.json") == std::string("150\n"));
+    CHECK(read("runs/x/0151.json") == std::string("151\n"));
+    CHECK(read("runs/x/sub/deep.txt") == std::string("deep\n"));
+    CHECK(read("runs/x/0152.json") == std::string("152\n"));
+    CHECK(read("runs/x/0001.json") == std::string("one again\n"));
+    CHECK(read("AB.md") == std::string("doc\n"));
+    CHECK(repo.with_head([](const gitstore::TreeView& t) { return t.list("runs/x").size(); }) == 152u);
+  }
+  // git agrees: the trees are well formed and the checkout matches.
+  CHECK(std::system(("git -C " + q + " fsck --strict --no-progress >/dev/null 2>&1").c_str()) == 0);
+  CHECK(std::system(("test -z \"$(git -C " + q + " status --porcelain)\"").c_str()) == 0);
+  fs::remove_all(dir);
 }

@@ -142,6 +142,13 @@ void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<gi
   std::vector<git_tree_update> folder_updates;
   folders.reserve(by_folder.size());  // the updates point into these strings: no reallocation
   for (const auto& [folder, members] : by_folder) {
+    // A file deeper inside the folder would have libgit2 rebuild the folder from the old tree.
+    const std::string prefix = folder + "/";
+    if (std::any_of(updates.begin(), updates.end(), [&](const git_tree_update& u) {
+          std::string_view p(u.path);
+          return p.starts_with(prefix) && p.find('/', prefix.size()) != std::string_view::npos;
+        }))
+      continue;
     TreeEntry entry;
     if (git_tree_entry_bypath(entry.out(), before, folder.c_str()) != 0 || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
       git_error_clear();
