@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <git2.h>
 
+#include "git_scratch.hpp"
 #include "gitstore/raw_tree.hpp"
 #include "gitstore/repository.hpp"
 
@@ -35,7 +36,8 @@ struct Repo {
   ~Repo() {
     git_odb_free(odb);
     git_repository_free(repo);
-    git_libgit2_shutdown();
+    // libgit2 stays initialised, as in abtrack (a shutdown to zero would run its global set-up
+    // again later in this process, which the start-up tests count).
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
@@ -149,13 +151,9 @@ TEST_CASE("raw_tree_with_files refuses what it does not handle, for libgit2 to d
 }
 
 TEST_CASE("a commit into a large folder keeps every file, also with one deeper inside it") {
-  fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-bigfolder-{}", std::random_device{}());
-  fs::create_directories(dir);
-  std::string q = "'" + dir.string() + "'";
-  REQUIRE(std::system(("git init -q " + q + " && git -C " + q + " config user.name t && git -C " + q +
-                       " config user.email t@example.com").c_str()) == 0);
+  GitScratch scratch("bigfolder");
   {
-    auto repo = gitstore::Repository::discover(dir);
+    auto repo = gitstore::Repository::discover(scratch.dir);
     auto commit = [&](std::vector<std::pair<std::string, std::string>> files) {
       repo.commit([&](const gitstore::TreeView&) {
         gitstore::Change c;
@@ -179,7 +177,6 @@ TEST_CASE("a commit into a large folder keeps every file, also with one deeper i
     CHECK(repo.with_head([](const gitstore::TreeView& t) { return t.list("runs/x").size(); }) == 152u);
   }
   // git agrees: the trees are well formed and the checkout matches.
-  CHECK(std::system(("git -C " + q + " fsck --strict --no-progress >/dev/null 2>&1").c_str()) == 0);
-  CHECK(std::system(("test -z \"$(git -C " + q + " status --porcelain)\"").c_str()) == 0);
-  fs::remove_all(dir);
+  CHECK(scratch.git("fsck --strict --no-progress >/dev/null 2>&1"));
+  CHECK(std::system(("test -z \"$(git -C " + scratch.quoted + " status --porcelain)\"").c_str()) == 0);
 }

@@ -12,6 +12,7 @@
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 
+#include "git_scratch.hpp"
 #include "gitstore/repository.hpp"
 #include "util/error.hpp"
 #include "util/files.hpp"
@@ -36,11 +37,8 @@ TEST_CASE("GSSAPI is absent: libgit2's Negotiate authentication would fail clean
 #endif
 
 TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
-  fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-git-{}", std::random_device{}());
-  fs::create_directories(dir);
-  std::string q = "'" + dir.string() + "'";
-  REQUIRE(std::system(("git init -q " + q + " && git -C " + q + " config user.name t && git -C " + q +
-                       " config user.email t@example.com").c_str()) == 0);
+  GitScratch scratch("git");
+  const fs::path& dir = scratch.dir;
   {
     auto repo = gitstore::Repository::discover(dir);
 #ifdef ABTRACK_STATIC_DEPS
@@ -70,7 +68,6 @@ TEST_CASE("libgit2 starts without loading CA certificates, and commits") {
     CHECK(repo.status({"runs/"}).empty());
     CHECK(gitstore::deferred_rng_seeding().performed == seeded_before);
   }
-  fs::remove_all(dir);
 }
 
 #ifdef ABTRACK_STATIC_DEPS
