@@ -135,8 +135,8 @@ void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<gi
     std::string_view path(updates[i].path);
     if (auto slash = path.rfind('/'); slash != std::string_view::npos) by_folder[std::string(path.substr(0, slash))].push_back(i);
   }
-  Odb odb;
   if (by_folder.empty()) return;
+  Odb odb;
   if (git_repository_odb(odb.out(), repo) != 0) return git_error_clear();
   std::vector<bool> done(updates.size(), false);
   std::vector<git_tree_update> folder_updates;
@@ -164,7 +164,7 @@ void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<gi
     std::vector<RawBlob> files;
     for (std::size_t i : members) {
       RawBlob f;
-      f.name = std::string(updates[i].path).substr(folder.size() + 1);
+      f.name = std::string_view(updates[i].path).substr(folder.size() + 1);
       std::memcpy(f.id.data(), updates[i].id.id, f.id.size());
       files.push_back(std::move(f));
     }
