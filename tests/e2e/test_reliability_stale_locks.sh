@@ -8,7 +8,7 @@ new_repo
 cat >abtrack.yaml <<'EOF2'
 experiment: locks
 doc: AB.md
-axes: {n: [1, 2, 3, 4, 5, 6, 7, 8]}
+axes: {n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}
 command: "echo '{\"t\": [1, 2]}'"
 metrics: {t: {json: t}}
 EOF2
@@ -39,15 +39,24 @@ printf '%s\n%s\n%s\n%s\n' "$head" "$(git show --name-only --format= HEAD | head 
 : >.git/index.lock
 expect_rc 0 ab step
 expect_false "the stale index.lock is gone" test -e .git/index.lock
-expect_false "the marker is gone" test -e .git/abtrack-sync-pending
+expect_false "the marker is emptied" test -s .git/abtrack-sync-pending
 expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | tr '\n' ' ')" "4 3 2 1 " "runs 1-4 committed"
+expect_clean
+
+step "a marker cut short by a kill names no file but a lock: the index stays"
+expect_rc 0 ab step
+# A kill inside the marker's write: its last lock path cut to the index's own path.
+printf '%s\n%s\n' 0000000000000000000000000000000000000000 "$PWD/.git/index" >.git/abtrack-sync-pending
+expect_rc 0 ab step
+expect_true "the index is still there" test -s .git/index
+expect_false "the marker is emptied" test -s .git/abtrack-sync-pending
 expect_clean
 
 # users_lock_stays NOTE CONTENT: NOTE (written an hour ago) names the branch's lock, which a
 # user's git has just taken: the step must leave it, fail naming it, and keep its measurement
 # journaled until the lock is gone.
 users_lock_stays() {
-  printf '%s' "$2" >"$1"
+  printf '%s\n' "$2" >"$1"
   touch -d '1 hour ago' "$1"
   : >.git/refs/heads/main.lock
   expect_rc 3 ab step

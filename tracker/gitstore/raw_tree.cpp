@@ -70,6 +70,17 @@ std::optional<std::size_t> raw_tree_entries(std::string_view raw) {
   return n;
 }
 
+bool for_each_raw_tree_entry(std::string_view raw,
+                             const std::function<void(std::string_view mode, std::string_view name, const std::uint8_t* id)>& fn) {
+  if (!raw_tree_entries(raw)) return false;
+  for (std::size_t pos = 0; pos < raw.size();) {
+    auto e = entry_at(raw, pos);
+    fn(e->mode, e->name, reinterpret_cast<const std::uint8_t*>(raw.data() + e->end - kIdBytes));
+    pos = e->end;
+  }
+  return true;
+}
+
 std::optional<std::string> raw_tree_with_files(std::string_view raw, std::vector<RawBlob> files) {
   for (const auto& f : files)
     if (!plain_name(f.name)) return std::nullopt;

@@ -6,6 +6,7 @@
 // 10,000 (docs/PERFORMANCE.md §2.10); copying the bytes around the insertion point does the same.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,5 +31,10 @@ std::optional<std::string> raw_tree_with_files(std::string_view raw, std::vector
 
 // How many entries `raw` has, or nullopt when it is not a well-formed tree.
 std::optional<std::size_t> raw_tree_entries(std::string_view raw);
+
+// Calls fn(mode, name, id) for each entry of `raw` in order (mode as written, e.g. "100644" or
+// "40000"; id its 20 raw bytes); false, before any call, when `raw` is not a well-formed tree.
+bool for_each_raw_tree_entry(std::string_view raw,
+                             const std::function<void(std::string_view mode, std::string_view name, const std::uint8_t* id)>& fn);
 
 }  // namespace abtrack::gitstore

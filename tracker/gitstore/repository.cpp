@@ -17,6 +17,7 @@
 #include <git2.h>
 #include <git2/sys/repository.h>
 
+#include "gitstore/raw_index.hpp"
 #include "gitstore/raw_tree.hpp"
 #include "util/error.hpp"
 #include "util/files.hpp"
@@ -126,9 +127,8 @@ Tip read_tip(git_repository* repo) {
 // Replaces the file updates in each large folder of `before` (runs/<experiment>/) by one update
 // of that folder's tree, written by raw_tree_with_files; `folders` keeps the folder paths the new
 // updates point to. A folder it cannot do that for keeps its file updates (libgit2 builds it).
-void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<git_tree_update>& updates,
+void put_in_large_folders(git_repository* repo, const TreeView& before, std::vector<git_tree_update>& updates,
                           std::vector<std::string>& folders) {
-  if (!before) return;
   // The files of each folder, by the folder's path.
   std::map<std::string, std::vector<std::size_t>> by_folder;
   for (std::size_t i = 0; i < updates.size(); ++i) {
@@ -149,18 +149,8 @@ void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<gi
           return p.starts_with(prefix) && p.find('/', prefix.size()) != std::string_view::npos;
         }))
       continue;
-    TreeEntry entry;
-    if (git_tree_entry_bypath(entry.out(), before, folder.c_str()) != 0 || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
-      git_error_clear();
-      continue;
-    }
-    OdbObject old_folder;
-    if (git_odb_read(old_folder.out(), odb.get(), git_tree_entry_id(entry.get())) != 0) {
-      git_error_clear();
-      continue;
-    }
-    std::string_view raw(static_cast<const char*>(git_odb_object_data(old_folder.get())), git_odb_object_size(old_folder.get()));
-    if (raw.size() < kRawTreeMinBytes) continue;  // small: libgit2's tree builder costs nothing
+    auto raw = before.folder_bytes(folder);  // read once: the step listed it already
+    if (!raw || raw->size() < kRawTreeMinBytes) continue;  // small: libgit2's tree builder costs nothing
     std::vector<RawBlob> files;
     for (std::size_t i : members) {
       RawBlob f;
@@ -168,7 +158,7 @@ void put_in_large_folders(git_repository* repo, git_tree* before, std::vector<gi
       std::memcpy(f.id.data(), updates[i].id.id, f.id.size());
       files.push_back(std::move(f));
     }
-    auto tree = raw_tree_with_files(raw, std::move(files));
+    auto tree = raw_tree_with_files(*raw, std::move(files));
     if (!tree) continue;  // something this does not handle: libgit2 does it
     git_tree_update u{};
     u.action = GIT_TREE_UPDATE_UPSERT;
@@ -214,6 +204,32 @@ void freeze_config(git_repository* repo) {
   Config snapshot;
   if (git_repository_config_snapshot(snapshot.out(), repo) == 0) git_repository_set_config(repo, snapshot.get());
   git_error_clear();
+}
+
+bool config_bool(git_repository* repo, const char* key) {
+  Config cfg;
+  int value = 0;
+  if (git_repository_config_snapshot(cfg.out(), repo) != 0 || git_config_get_bool(&value, cfg.get(), key) != 0) {
+    git_error_clear();
+    return false;
+  }
+  return value != 0;
+}
+
+// A file's stat data as the index keeps it.
+IndexStat index_stat(const struct stat& st) {
+  IndexStat s;
+  s.ctime_s = static_cast<std::uint32_t>(st.st_ctim.tv_sec);
+  s.ctime_ns = static_cast<std::uint32_t>(st.st_ctim.tv_nsec);
+  s.mtime_s = static_cast<std::uint32_t>(st.st_mtim.tv_sec);
+  s.mtime_ns = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
+  s.dev = static_cast<std::uint32_t>(st.st_dev);
+  s.ino = static_cast<std::uint32_t>(st.st_ino);
+  s.mode = static_cast<std::uint32_t>(st.st_mode);
+  s.uid = static_cast<std::uint32_t>(st.st_uid);
+  s.gid = static_cast<std::uint32_t>(st.st_gid);
+  s.size = static_cast<std::uint32_t>(st.st_size);
+  return s;
 }
 
 std::optional<std::string> config_string(git_repository* repo, const char* key) {
@@ -279,20 +295,44 @@ void check_git(int rc, const std::string& what) {
 
 std::vector<Entry> TreeView::list(const std::string& dir) const {
   std::vector<Entry> out;
-  if (!m_tree) return out;
-  TreeEntry e;
-  if (git_tree_entry_bypath(e.out(), m_tree, dir.c_str()) != 0) return out;
-  if (git_tree_entry_type(e.get()) != GIT_OBJECT_TREE) return out;
-  Tree sub;
-  check_git(git_tree_lookup(sub.out(), m_repo, git_tree_entry_id(e.get())), "reading " + dir);
-  std::size_t n = git_tree_entrycount(sub.get());
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const git_tree_entry* ent = git_tree_entry_byindex(sub.get(), i);
-    if (git_tree_entry_type(ent) != GIT_OBJECT_BLOB) continue;
-    out.push_back(Entry{git_tree_entry_name(ent), hex(*git_tree_entry_id(ent))});
-  }
+  auto raw = folder_bytes(dir);
+  if (!raw) return out;
+  // Its entries straight from the object's bytes: libgit2's parsed tree would be a second copy
+  // of a thousand entries, and the commit's large-folder path reads the same bytes.
+  out.reserve(raw->size() / 37);
+  bool ok = for_each_raw_tree_entry(*raw, [&](std::string_view mode, std::string_view name, const std::uint8_t* id) {
+    unsigned m = 0;
+    for (char c : mode) m = m * 8 + static_cast<unsigned>(c - '0');  // octal digits (for_each checked them)
+    if (m == GIT_FILEMODE_TREE || m == GIT_FILEMODE_COMMIT) return;  // folders and submodules: no files
+    char buf[GIT_OID_HEXSZ + 1];
+    git_oid oid;
+    std::memcpy(oid.id, id, GIT_OID_RAWSZ);
+    git_oid_tostr(buf, sizeof buf, &oid);
+    out.push_back(Entry{std::string(name), std::string(buf, GIT_OID_HEXSZ)});
+  });
+  if (!ok) throw Error(Exit::environment, fmt::format("reading {}: its tree object is malformed", dir));
   return out;
+}
+
+std::optional<std::string_view> TreeView::folder_bytes(const std::string& dir) const {
+  auto bytes = [](git_odb_object* o) {
+    return std::string_view(static_cast<const char*>(git_odb_object_data(o)), git_odb_object_size(o));
+  };
+  for (const auto& [name, object] : m_folders)
+    if (name == dir) return bytes(object.get());
+  if (!m_tree) return std::nullopt;
+  TreeEntry e;
+  if (git_tree_entry_bypath(e.out(), m_tree, dir.c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  if (git_tree_entry_type(e.get()) != GIT_OBJECT_TREE) return std::nullopt;
+  Odb odb;
+  check_git(git_repository_odb(odb.out(), m_repo), "opening the object database");
+  git_odb_object* object = nullptr;
+  check_git(git_odb_read(&object, odb.get(), git_tree_entry_id(e.get())), "reading " + dir);
+  m_folders.emplace_back(dir, std::shared_ptr<git_odb_object>(object, git_odb_object_free));
+  return bytes(object);
 }
 
 std::optional<std::string> TreeView::read(const std::string& path) const {
@@ -615,18 +655,24 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     if (change.skip) return result;  // result.commit stays empty
 
     std::vector<git_tree_update> updates;
+    // git_odb_write hashes first and writes only a blob the repository lacks, as `git add` does
+    // (git_blob_create_from_buffer streams every blob through a temporary file, even a known one).
+    Odb odb;
+    check_git(git_repository_odb(odb.out(), m_repo), "opening the object database");
     for (const auto& [path, content] : change.files) {
       git_tree_update u{};
       u.action = GIT_TREE_UPDATE_UPSERT;
-      check_git(git_blob_create_from_buffer(&u.id, m_repo, content.data(), content.size()), "writing " + path);
+      check_git(git_odb_write(&u.id, odb.get(), content.data(), content.size(), GIT_OBJECT_BLOB), "writing " + path);
       u.filemode = GIT_FILEMODE_BLOB;
       u.path = path.c_str();
       updates.push_back(u);
     }
+    util::trace("blobs written");
     std::vector<std::string> folders;  // owns the paths of folder updates
-    put_in_large_folders(m_repo, old_tree.get(), updates, folders);
+    put_in_large_folders(m_repo, view, updates, folders);
     git_oid tree_id;
     check_git(git_tree_create_updated(&tree_id, m_repo, old_tree.get(), updates.size(), updates.data()), "building the tree");
+    util::trace("trees written");
     Tree tree;
     check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the new tree");
     Commit parent;
@@ -654,7 +700,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
                   .string() +
               "\n";
     marker += (fs::path(git_repository_path(m_repo)) / "index.lock").string() + "\n";
-    util::write_file_atomic(sync_marker(), marker, util::Durability::ordinary);
+    write_sync_marker(marker);
     Reference ref;
     int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, ref_name.c_str(), &id, 1, &*tip.oid, reflog.c_str())
                      : git_reference_create(ref.out(), m_repo, ref_name.c_str(), &id, 0, reflog.c_str());
@@ -665,8 +711,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
       break;
     }
     // The ref did not move: nothing to sync, and a lock that made it fail is someone else's.
-    std::error_code marker_ec;
-    fs::remove(sync_marker(), marker_ec);
+    clear_sync_marker();
     if (rc != GIT_EMODIFIED && rc != GIT_ELOCKED && rc != GIT_EEXISTS) check_git(rc, "updating " + ref_name);
     last_rc = rc;
     if (attempt >= kMaxAttempts) {
@@ -688,8 +733,7 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
 
   util::trace("ref moved");
   sync_checkout(old_tree.get(), change.files, result.commit, result.kept_edits);
-  std::error_code ec;
-  fs::remove(sync_marker(), ec);
+  clear_sync_marker();
   return result;
 }
 
@@ -712,6 +756,7 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     if (current != content) util::write_file_atomic(file, content, util::Durability::ordinary);
     synced.push_back(path);
   }
+  util::trace("work tree written");
   if (synced.empty()) return;
   // The index entries are built from what is known: the content committed (its blob id; commits
   // write every file as a regular blob) and the stat data of the file just written.
@@ -722,42 +767,176 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == synced[i]; });
     check_git(git_odb_hash(&ids[i], it->second.data(), it->second.size(), GIT_OBJECT_BLOB), "hashing " + synced[i]);
   }
-  std::vector<git_index_entry> entries(synced.size());
+  std::vector<RawIndexEntry> entries(synced.size());
   for (std::size_t i = 0; i < synced.size(); ++i) {
     struct stat st {};
     if (::lstat((m_workdir / synced[i]).c_str(), &st) != 0)
       throw Error(Exit::environment, fmt::format("cannot stat {} after writing it: {}", synced[i], std::strerror(errno)));
-    git_index_entry& e = entries[i];
-    e.ctime.seconds = static_cast<std::int32_t>(st.st_ctim.tv_sec);
-    e.ctime.nanoseconds = static_cast<std::uint32_t>(st.st_ctim.tv_nsec);
-    e.mtime.seconds = static_cast<std::int32_t>(st.st_mtim.tv_sec);
-    e.mtime.nanoseconds = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
-    e.dev = static_cast<std::uint32_t>(st.st_dev);
-    e.ino = static_cast<std::uint32_t>(st.st_ino);
-    e.mode = GIT_FILEMODE_BLOB;
-    e.uid = static_cast<std::uint32_t>(st.st_uid);
-    e.gid = static_cast<std::uint32_t>(st.st_gid);
-    e.file_size = static_cast<std::uint32_t>(st.st_size);
-    git_oid_cpy(&e.id, &ids[i]);
-    e.path = synced[i].c_str();
+    entries[i].path = synced[i];
+    entries[i].stat = index_stat(st);
+    std::memcpy(entries[i].id.data(), ids[i].id, entries[i].id.size());
   }
-  Index index;
-  check_git(git_repository_index(index.out(), m_repo), "opening the index");
+  const std::string what = fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
+                                       synced.front(), commit.substr(0, 12), synced.front());
   for (int attempt = 1;; ++attempt) {
-    // force=0: re-read only if the file changed on disk (the status walk has just loaded it).
-    int rc = git_index_read(index.get(), 0);
-    for (std::size_t i = 0; rc == 0 && i < entries.size(); ++i) rc = git_index_add(index.get(), &entries[i]);
-    if (rc == 0) rc = git_index_write(index.get());
-    if (rc == 0) break;
-    if (rc != GIT_ELOCKED || attempt >= 100)
-      check_git(rc, fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
-                                synced.front(), commit.substr(0, 12), synced.front()));
+    IndexWrite rc = IndexWrite::locked;
+    try {
+      rc = write_index_from_bytes(entries);
+      if (rc == IndexWrite::unhandled) rc = write_index_with_libgit2(entries) ? IndexWrite::done : IndexWrite::locked;
+    } catch (Error& e) {
+      throw e.context(what);
+    }
+    util::trace("index written");
+    if (rc == IndexWrite::done) return;
+    if (attempt >= 100)
+      throw Error(Exit::environment,
+                  fmt::format("{}: {} stayed locked", what, (fs::path(git_repository_path(m_repo)) / "index.lock").string()),
+                  "if no git process is running, remove that lock file");
     backoff(attempt);
   }
 }
 
+// The usual way: raw_index_with_entries on the index's bytes, under git's lock (index.lock).
+Repository::IndexWrite Repository::write_index_from_bytes(const std::vector<RawIndexEntry>& entries) const {
+  if (config_bool(m_repo, "core.ignorecase")) return IndexWrite::unhandled;  // libgit2 matches paths without case
+  const fs::path index_path = fs::path(git_repository_path(m_repo)) / "index";
+  const fs::path lock_path = index_path.string() + ".lock";
+  int lock = ::open(lock_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (lock < 0) {
+    if (errno == EEXIST) return IndexWrite::locked;
+    throw Error(Exit::environment, fmt::format("cannot create {}: {}", lock_path.string(), std::strerror(errno)));
+  }
+  auto give_up = [&] {
+    ::close(lock);
+    ::unlink(lock_path.c_str());
+  };
+  std::string old;
+  struct stat old_st {};
+  try {
+    int fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fstat(fd, &old_st) != 0) {
+      if (fd >= 0) ::close(fd);
+      give_up();
+      return IndexWrite::unhandled;  // no index yet (or unreadable): libgit2 makes or reports it
+    }
+    ::close(fd);
+    old = util::read_file(index_path);
+  } catch (const Error&) {
+    give_up();
+    return IndexWrite::unhandled;
+  }
+  auto still_clean = [&](std::string_view path, std::uint32_t mode, const std::uint8_t* id) {
+    if ((mode & 0170000) != 0100000) return false;  // a link: git looks at it again
+    std::string content;
+    try {
+      content = util::read_file(m_workdir / std::string(path));
+    } catch (const Error&) {
+      return false;
+    }
+    git_oid now;
+    return git_odb_hash(&now, content.data(), content.size(), GIT_OBJECT_BLOB) == 0 && std::memcmp(now.id, id, 20) == 0;
+  };
+  IndexTime mtime{static_cast<std::uint32_t>(old_st.st_mtim.tv_sec), static_cast<std::uint32_t>(old_st.st_mtim.tv_nsec)};
+  auto bytes = raw_index_with_entries(old, mtime, entries, still_clean);
+  if (!bytes) {
+    give_up();
+    return IndexWrite::unhandled;
+  }
+  for (std::size_t done = 0; done < bytes->size();) {
+    ssize_t n = ::write(lock, bytes->data() + done, bytes->size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      give_up();
+      throw Error(Exit::environment, fmt::format("cannot write {}: {}", lock_path.string(), std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(lock) != 0 || ::rename(lock_path.c_str(), index_path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(lock_path.c_str());
+    throw Error(Exit::environment, fmt::format("cannot replace {}: {}", index_path.string(), std::strerror(err)));
+  }
+  util::trace("index written from its bytes");
+  return IndexWrite::done;
+}
+
+// What raw_index_with_entries leaves alone: libgit2 reads, adds and writes. false: locked.
+bool Repository::write_index_with_libgit2(const std::vector<RawIndexEntry>& raw) const {
+  std::vector<git_index_entry> entries(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const IndexStat& st = raw[i].stat;
+    git_index_entry& e = entries[i];
+    e.ctime.seconds = static_cast<std::int32_t>(st.ctime_s);
+    e.ctime.nanoseconds = st.ctime_ns;
+    e.mtime.seconds = static_cast<std::int32_t>(st.mtime_s);
+    e.mtime.nanoseconds = st.mtime_ns;
+    e.dev = st.dev;
+    e.ino = st.ino;
+    e.mode = GIT_FILEMODE_BLOB;
+    e.uid = st.uid;
+    e.gid = st.gid;
+    e.file_size = st.size;
+    std::memcpy(e.id.id, raw[i].id.data(), raw[i].id.size());
+    e.path = raw[i].path.c_str();
+  }
+  Index index;
+  check_git(git_repository_index(index.out(), m_repo), "opening the index");
+  // force=0: re-read only if the file changed on disk (the status walk has just loaded it).
+  int rc = git_index_read(index.get(), 0);
+  for (std::size_t i = 0; rc == 0 && i < entries.size(); ++i) rc = git_index_add(index.get(), &entries[i]);
+  if (rc == 0) rc = git_index_write(index.get());
+  if (rc == GIT_ELOCKED) {
+    git_error_clear();
+    return false;
+  }
+  check_git(rc, "libgit2");
+  return true;
+}
+
 // Per work tree (a linked worktree has its own index and checkout), unlike state_dir().
 fs::path Repository::sync_marker() const { return fs::path(git_repository_path(m_repo)) / "abtrack-sync-pending"; }
+
+// The marker is one file, written in place and emptied when the sync is done (a new file and
+// its removal every step cost ~0.15 ms here, docs/PERFORMANCE.md §2.11); it is only ever written
+// under the commit lock, after finish_interrupted_sync has emptied it. Empty or missing: no sync
+// is pending. A write cut short by a kill leaves a prefix: readers use only whole lines, an id
+// of 40 hex digits and lock paths that end in ".lock".
+void Repository::write_sync_marker(const std::string& content) const {
+  const fs::path marker = sync_marker();
+  int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write {}: {}", marker.string(), std::strerror(errno)));
+  ssize_t n = ::pwrite(fd, content.data(), content.size(), 0);
+  int err = errno;
+  if (n == static_cast<ssize_t>(content.size()) && ::ftruncate(fd, static_cast<off_t>(content.size())) != 0) {
+    err = errno;
+    n = -1;
+  }
+  ::close(fd);
+  if (n != static_cast<ssize_t>(content.size()))
+    throw Error(Exit::environment, fmt::format("cannot write {}: {}", marker.string(), std::strerror(n < 0 ? err : ENOSPC)));
+}
+
+void Repository::clear_sync_marker() const {
+  if (::truncate(sync_marker().c_str(), 0) != 0 && errno != ENOENT)
+    throw Error(Exit::environment, fmt::format("cannot empty {}: {}", sync_marker().string(), std::strerror(errno)));
+}
+
+std::vector<std::string> Repository::read_sync_marker() const {
+  std::vector<std::string> lines;
+  struct stat st {};
+  const fs::path marker = sync_marker();
+  if (::stat(marker.c_str(), &st) != 0 || st.st_size == 0) return lines;
+  std::string content;
+  try {
+    content = util::read_file(marker);
+  } catch (const Error&) {
+    return lines;
+  }
+  for (std::size_t at = 0, nl; (nl = content.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(content.substr(at, nl - at));  // whole lines only
+  return lines;
+}
 
 // A lock taken within seconds of `note`'s modification time (the killed process's own): a lock a
 // user's git took later is left alone.
@@ -779,25 +958,20 @@ void Repository::remove_stale_locks() const {
     remove_lock_taken_near(note, lock);
     fs::remove(note, ec);
   }
-  // The sync marker names the locks taken while it exists (absolute paths; files are relative).
-  fs::path marker = sync_marker();
-  if (!fs::exists(marker, ec)) return;
-  std::istringstream in(util::read_file(marker));
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with('/')) remove_lock_taken_near(marker, line);
+  // The sync marker names the locks taken while it is pending (absolute paths; files are relative).
+  for (const auto& line : read_sync_marker())
+    if (line.starts_with('/') && line.ends_with(".lock")) remove_lock_taken_near(sync_marker(), line);
 }
 
 void Repository::finish_interrupted_sync() const {
   remove_stale_locks();
-  fs::path marker = sync_marker();
+  auto lines = read_sync_marker();
+  if (lines.empty()) return;
   std::error_code ec;
-  if (!fs::exists(marker, ec)) return;
-  std::istringstream in(util::read_file(marker));
-  std::string id;
-  std::getline(in, id);
+  const std::string& id = lines.front();
   std::vector<std::string> paths;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && !line.starts_with('/')) paths.push_back(line);  // '/': a lock it names
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    if (!lines[i].empty() && !lines[i].starts_with('/')) paths.push_back(lines[i]);  // '/': a lock it names
   auto tip = read_tip(m_repo);
   // Only when that commit is still HEAD: otherwise its ref move never happened, or HEAD has
   // moved on and the checkout is the user's business.
@@ -827,7 +1001,7 @@ void Repository::finish_interrupted_sync() const {
     std::vector<std::string> kept;  // the user's edits stay; preflight reports them
     sync_checkout(old_tree.get(), files, id, kept);
   }
-  fs::remove(marker, ec);
+  clear_sync_marker();
 }
 
 std::vector<HistoryEntry> Repository::history(const std::string& key) const {

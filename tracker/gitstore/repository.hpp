@@ -8,11 +8,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gitstore/raw_index.hpp"
+
 struct git_repository;
 struct git_tree;
+struct git_odb_object;
 
 namespace abtrack::gitstore {
 
@@ -35,11 +39,15 @@ class TreeView {
   std::optional<std::string> read(const std::string& path) const;
   // The content of a blob. Throws Error(environment).
   std::string read_blob(const std::string& oid) const;
+  // The tree object of the folder `dir` as git stores it (raw_tree.hpp reads it), or nullopt when
+  // there is no such folder. Read once per view: list() and the commit built on this view share it.
+  std::optional<std::string_view> folder_bytes(const std::string& dir) const;
 
  private:
   git_repository* m_repo;
   git_tree* m_tree;  // nullptr: empty
   std::optional<std::string> m_commit;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<git_odb_object>>> m_folders;
 };
 
 // What one commit adds: files (repo-relative path -> content) and its message.
@@ -142,6 +150,11 @@ class Repository {
   // (appended to `kept_edits`).
   void sync_checkout(git_tree* before, const std::vector<std::pair<std::string, std::string>>& files,
                      const std::string& commit, std::vector<std::string>& kept_edits) const;
+  // The index entries of paths a commit wrote (sync_checkout): from the index's bytes when
+  // raw_index_with_entries handles it, else through libgit2.
+  enum class IndexWrite { done, locked, unhandled };
+  IndexWrite write_index_from_bytes(const std::vector<RawIndexEntry>& entries) const;
+  bool write_index_with_libgit2(const std::vector<RawIndexEntry>& entries) const;
   // A process killed between moving the ref and syncing the checkout leaves a marker naming
   // the commit and its paths; the next commit or settled_scan (under the commit lock)
   // finishes that sync, so the user never sees the run as staged-reverted. The marker also
@@ -150,6 +163,9 @@ class Repository {
   // abtrack owns it) removes a lock taken within seconds of the marker instead of failing on it
   // forever; a lock taken later is a user's git's and stays.
   std::filesystem::path sync_marker() const;
+  void write_sync_marker(const std::string& content) const;
+  void clear_sync_marker() const;
+  std::vector<std::string> read_sync_marker() const;  // its whole lines; none when no sync is pending
   void remove_stale_locks() const;
   void finish_interrupted_sync() const;
   // The paths a status walk that leaves the top-level folders `leave_out` alone must name:

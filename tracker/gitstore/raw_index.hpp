@@ -1,0 +1,60 @@
+#pragma once
+// The index file (.git/index) with a few entries put in, from its bytes: what a commit's sync
+// does for the record, the document and the plot it wrote. libgit2 1.5 re-reads, re-sorts and
+// re-serialises every entry for that (git_index_add + git_index_write: ~0.6 ms with the 1000
+// records of a long experiment, docs/PERFORMANCE.md §2.11); copying the other entries' bytes
+// around the new ones does the same. Only the index formats it knows are handled (versions 2
+// and 3 with SHA-1 ids); anything else is left to libgit2 (nullopt).
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace abtrack::gitstore {
+
+// The stat data git keeps per entry (each truncated to 32 bits, as on disk).
+struct IndexStat {
+  std::uint32_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
+  std::uint32_t dev = 0, ino = 0, mode = 0, uid = 0, gid = 0, size = 0;
+};
+
+// A stage-0 entry to put in (or to replace the one of that path): a path relative to the work
+// tree with '/' separators, the stat data of the file just written and its blob id.
+struct RawIndexEntry {
+  std::string path;
+  IndexStat stat;
+  std::array<std::uint8_t, 20> id{};
+};
+
+// A time as the index stores it.
+struct IndexTime {
+  std::uint32_t s = 0, ns = 0;
+};
+
+// Asked for each entry kept whose file changed no earlier than the old index was written
+// ("racily clean": git cannot tell from its stat data whether it changed since): true when the
+// file in the work tree still has the entry's content (path, mode, blob id). An entry it says
+// false for is written with size 0, so that git compares its content next time, as git and
+// libgit2 do when they write an index.
+using StillClean = std::function<bool(std::string_view path, std::uint32_t mode, const std::uint8_t* id)>;
+
+// The index `old` (the file's bytes; `old_mtime` its modification time) with `entries` put in
+// as stage-0 regular-file entries in git's order (paths bytewise), each replacing the entry of
+// its path, every other entry kept byte for byte (size 0 where StillClean says so), the
+// cache-tree extension (TREE) kept with the folders above each new entry marked invalid, and
+// other optional extensions dropped as libgit2 drops them; a new trailer checksum. nullopt, for
+// the caller to let libgit2 do it, when `old` is not an index this handles: not version 2 or 3,
+// a checksum that does not match (or is zero), a malformed entry or extension, a mandatory
+// extension (a split or sparse index), conflict names or resolve-undo data (NAME, REUC); or
+// when a path is not a plain relative path, is given twice, has conflict stages, an entry with
+// extended or assume-valid flags, or clashes with an entry as file and folder.
+std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTime old_mtime,
+                                                  std::vector<RawIndexEntry> entries, const StillClean& still_clean);
+
+// The SHA-1 of `data` for a file's trailer (not an object id: no collision detection).
+std::array<std::uint8_t, 20> file_checksum(std::string_view data);
+
+}  // namespace abtrack::gitstore
