@@ -170,7 +170,11 @@ Environment probe_environment() {
     }
   }
   std::string nvml_driver;
-  e.gpus = nvml_gpus(nvml_driver);
+  // NVML needs NVIDIA's kernel driver: its control device (or /dev/dxg, WSL's GPU bridge). Without
+  // one, looking for libnvidia-ml.so.1 along the loader's ~40 paths is all the probe would do.
+  std::error_code no_gpu_ec;
+  if (fs::exists("/dev/nvidiactl", no_gpu_ec) || fs::exists("/proc/driver/nvidia", no_gpu_ec) || fs::exists("/dev/dxg", no_gpu_ec))
+    e.gpus = nvml_gpus(nvml_driver);
   if (!nvml_driver.empty()) e.driver = nvml_driver;  // the library's word over our parsing
   if (e.gpus.empty()) {
     // No NVML (a container without the driver's user-space library): names from /proc.
