@@ -17,6 +17,7 @@
 #include <git2.h>
 #include <git2/sys/repository.h>
 
+#include "gitstore/loose_object.hpp"
 #include "gitstore/raw_index.hpp"
 #include "gitstore/raw_tree.hpp"
 #include "util/error.hpp"
@@ -124,6 +125,8 @@ Tip read_tip(git_repository* repo) {
   return Tip{"HEAD", *git_reference_target(head.get())};
 }
 
+std::optional<std::string> config_string(git_repository* repo, const char* key);
+
 // Replaces the file updates in each large folder of `before` (runs/<experiment>/) by one update
 // of that folder's tree, written by raw_tree_with_files; `folders` keeps the folder paths the new
 // updates point to. A folder it cannot do that for keeps its file updates (libgit2 builds it).
@@ -138,6 +141,7 @@ void put_in_large_folders(git_repository* repo, const TreeView& before, std::vec
   if (by_folder.empty()) return;
   Odb odb;
   if (git_repository_odb(odb.out(), repo) != 0) return git_error_clear();
+  const bool shared = config_string(repo, "core.sharedRepository").has_value();
   std::vector<bool> done(updates.size(), false);
   std::vector<git_tree_update> folder_updates;
   folders.reserve(by_folder.size());  // the updates point into these strings: no reallocation
@@ -162,7 +166,13 @@ void put_in_large_folders(git_repository* repo, const TreeView& before, std::vec
     if (!tree) continue;  // something this does not handle: libgit2 does it
     git_tree_update u{};
     u.action = GIT_TREE_UPDATE_UPSERT;
-    check_git(git_odb_write(&u.id, odb.get(), tree->data(), tree->size(), GIT_OBJECT_TREE), "writing the tree of " + folder);
+    check_git(git_odb_hash(&u.id, tree->data(), tree->size(), GIT_OBJECT_TREE), "hashing the tree of " + folder);
+    // Stored, not compressed (loose_object.hpp), unless the repository is shared between users
+    // (core.sharedRepository), whose modes libgit2's own writer keeps.
+    if (shared || git_odb_exists(odb.get(), &u.id))
+      check_git(git_odb_write(&u.id, odb.get(), tree->data(), tree->size(), GIT_OBJECT_TREE), "writing the tree of " + folder);
+    else
+      write_stored_loose_object(fs::path(git_repository_commondir(repo)) / "objects", hex(u.id), "tree", *tree);
     u.filemode = GIT_FILEMODE_TREE;
     folders.push_back(folder);
     u.path = folders.back().c_str();
