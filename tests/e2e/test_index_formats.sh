@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# After a step the index holds the commit's record, document and plot, and nothing else changes:
+# written from the index's bytes (gitstore/raw_index.cpp) where abtrack handles the format, by
+# libgit2 where it does not (index version 4, core.ignorecase). What git sees: a clean checkout,
+# the user's staged and unstaged changes exactly as they were (never in abtrack's commit), a cache
+# tree that git trusts and that agrees with HEAD, fsck clean.
+source "$(dirname "$0")/lib.sh"
+
+new_repo
+cat >abtrack.yaml <<'EOF2'
+experiment: idx
+doc: AB.md
+axes:
+  v: [a, b, c, d, e, f]
+command: "echo '{\"t\": [1, 2, 3]}'"
+metrics:
+  t: {json: t, better: lower}
+EOF2
+printf 'first\n' >notes.txt
+mkdir -p src && printf 'int main() { return 0; }\n' >src/main.cpp
+git_commit_all "the user's files"
+expect_rc 0 ab init
+
+index_version() { od -An -tu1 -j4 -N4 .git/index | awk '{print $4}'; }
+
+step "a step writes the index from its bytes; git's cache tree agrees with HEAD"
+git commit -q --allow-empty -m "a commit by git: the index gets a cache tree"
+expect_true "the index has a cache tree" grep -q TREE .git/index
+export ABTRACK_TRACE=1
+expect_rc 0 ab step --cell v=a
+unset ABTRACK_TRACE
+expect_contains "$ERR" "index written from its bytes"
+expect_clean "the checkout agrees with the commit"
+# A cache-tree entry left valid for a changed folder would make git write its old tree here.
+expect_eq "$(git write-tree)" "$(git rev-parse 'HEAD^{tree}')" "git writes HEAD's tree from the index (cache tree invalidated where it changed)"
+expect_eq "$(git ls-files -s runs/idx/0001.json | cut -d' ' -f2)" "$(git rev-parse HEAD:runs/idx/0001.json)" "the record's entry is the committed blob"
+expect_fsck
+
+step "the user's staged and unstaged changes stay as they were, and out of the commit"
+printf 'staged\n' >notes.txt && git add notes.txt
+printf 'new file, staged\n' >added.txt && git add added.txt
+printf 'int main() { return 1; }\n' >src/main.cpp  # unstaged
+staged_before=$(git diff --cached --name-status | tr '\t' ' ')
+before=$(git rev-parse HEAD)
+export ABTRACK_TRACE=1
+expect_rc 0 ab step --cell v=b
+unset ABTRACK_TRACE
+expect_contains "$ERR" "index written from its bytes"
+expect_eq "$(git diff --cached --name-status | tr '\t' ' ')" "$staged_before" "the staged changes are still staged"
+expect_eq "$(git diff --name-only)" "src/main.cpp" "the unstaged change is still unstaged"
+expect_eq "$(git diff --name-only "$before" HEAD | tr '\n' ' ')" "AB.md AB.svg runs/idx/0002.json " "the commit holds only abtrack's files"
+expect_eq "$(git show HEAD:notes.txt)" "first" "the commit has the committed notes, not the staged ones"
+git stash -q && git stash pop -q --index  # git itself reads and rewrites this index without complaint
+expect_eq "$(git diff --cached --name-status | tr '\t' ' ')" "$staged_before" "still staged after a git stash round trip"
+git reset -q && git checkout -q -- notes.txt src/main.cpp && rm -f added.txt
+expect_clean
+expect_fsck
+
+step "index version 4 (compressed paths): libgit2 writes it"
+git update-index --index-version 4
+expect_eq "$(index_version)" 4 "the index is version 4"
+export ABTRACK_TRACE=1
+expect_rc 0 ab step --cell v=c
+unset ABTRACK_TRACE
+expect_not_contains "$ERR" "index written from its bytes" "left to libgit2"
+expect_clean
+expect_eq "$(git write-tree)" "$(git rev-parse 'HEAD^{tree}')" "the index matches HEAD"
+git update-index --index-version 2
+expect_fsck
+
+step "core.ignorecase: libgit2 writes it"
+git config core.ignorecase true
+export ABTRACK_TRACE=1
+expect_rc 0 ab step --cell v=d
+unset ABTRACK_TRACE
+expect_not_contains "$ERR" "index written from its bytes" "left to libgit2"
+expect_clean
+git config --unset core.ignorecase
+
+step "a locked index: the step waits, names the lock, and the run stays committed"
+: >.git/index.lock
+before=$(git rev-parse HEAD)
+expect_rc 3 ab step --cell v=e
+expect_contains "$ERR" "index.lock"
+expect_contains "$ERR" "is made"
+expect_eq "$(git rev-list --count "$before"..HEAD)" 1 "the run is committed"
+rm -f .git/index.lock
+git reset -q -- runs AB.md AB.svg
+expect_clean "git reset re-syncs the index, as the message says"
+expect_fsck
+done_testing
