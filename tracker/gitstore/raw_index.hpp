@@ -15,10 +15,11 @@
 
 namespace abtrack::gitstore {
 
-// The stat data git keeps per entry (each truncated to 32 bits, as on disk).
+// The stat data git keeps per entry (each truncated to 32 bits, as on disk); the mode is always
+// a regular file's (100644): a commit writes every file as a regular blob.
 struct IndexStat {
   std::uint32_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
-  std::uint32_t dev = 0, ino = 0, mode = 0, uid = 0, gid = 0, size = 0;
+  std::uint32_t dev = 0, ino = 0, uid = 0, gid = 0, size = 0;
 };
 
 // A stage-0 entry to put in (or to replace the one of that path): a path relative to the work

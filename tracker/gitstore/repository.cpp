@@ -60,7 +60,6 @@ using Config = Owned<git_config, git_config_free>;
 using Repo = Owned<git_repository, git_repository_free>;
 using TreeEntry = Owned<git_tree_entry, git_tree_entry_free>;
 using Odb = Owned<git_odb, git_odb_free>;
-using OdbObject = Owned<git_odb_object, git_odb_object_free>;
 
 // A folder's tree object at least this large (~100 entries) is written by raw_tree_with_files.
 constexpr std::size_t kRawTreeMinBytes = 4096;
@@ -235,7 +234,6 @@ IndexStat index_stat(const struct stat& st) {
   s.mtime_ns = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
   s.dev = static_cast<std::uint32_t>(st.st_dev);
   s.ino = static_cast<std::uint32_t>(st.st_ino);
-  s.mode = static_cast<std::uint32_t>(st.st_mode);
   s.uid = static_cast<std::uint32_t>(st.st_uid);
   s.gid = static_cast<std::uint32_t>(st.st_gid);
   s.size = static_cast<std::uint32_t>(st.st_size);
@@ -820,20 +818,24 @@ Repository::IndexWrite Repository::write_index_from_bytes(const std::vector<RawI
     ::close(lock);
     ::unlink(lock_path.c_str());
   };
+  // The index as it is now (we hold its lock), with its modification time.
   std::string old;
   struct stat old_st {};
-  try {
-    int fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fstat(fd, &old_st) != 0) {
-      if (fd >= 0) ::close(fd);
-      give_up();
-      return IndexWrite::unhandled;  // no index yet (or unreadable): libgit2 makes or reports it
+  int fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
+  bool read_ok = fd >= 0 && ::fstat(fd, &old_st) == 0;
+  if (read_ok) {
+    old.resize(static_cast<std::size_t>(old_st.st_size));
+    for (std::size_t done = 0; read_ok && done < old.size();) {
+      ssize_t n = ::read(fd, old.data() + done, old.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      read_ok = n > 0;
+      done += read_ok ? static_cast<std::size_t>(n) : 0;
     }
-    ::close(fd);
-    old = util::read_file(index_path);
-  } catch (const Error&) {
+  }
+  if (fd >= 0) ::close(fd);
+  if (!read_ok) {
     give_up();
-    return IndexWrite::unhandled;
+    return IndexWrite::unhandled;  // no index yet (or unreadable): libgit2 makes or reports it
   }
   auto still_clean = [&](std::string_view path, std::uint32_t mode, const std::uint8_t* id) {
     if ((mode & 0170000) != 0100000) return false;  // a link: git looks at it again
