@@ -9,6 +9,10 @@
 #    git CLI (write a record and a document line, git add both, git commit), at 10 and 1000 runs,
 #    with and without the plot: interleaved round by round (bench/paired.py), ratios per round.
 # 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
+#
+# On ext4 without a journal (as on the VM of docs/PERFORMANCE.md), creating a file gets slower for
+# a few minutes after many files were deleted, and this script deletes ~30,000 when it ends: run
+# it again only after a few idle minutes, or expect the "slow phase" of PERFORMANCE.md §2.11.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
