@@ -144,6 +144,13 @@ TEST_CASE("raw index: a racily clean entry is checked and smudged only when its 
   util::write_file_atomic(r.index(), *ours, util::Durability::ordinary);
   // The smudged entry has size 0: git diff-files, which trusts stat data, now lists it.
   CHECK(r.capture("diff-files --name-only") == "src/main.cpp\nz.txt");
+  // An index written later in the same second as an entry: still racy (git compares seconds),
+  // so that entry is asked about.
+  struct stat st {};
+  REQUIRE(::stat((r.dir / "src/main.cpp").c_str(), &st) == 0);
+  asked.clear();
+  REQUIRE(raw_index_with_entries(before, IndexTime{static_cast<std::uint32_t>(st.st_mtim.tv_sec), 999999999u}, {e}, changed_main));
+  CHECK(std::find(asked.begin(), asked.end(), "src/main.cpp") != asked.end());
   // An index written long after its entries: none is racy, nothing is asked.
   asked.clear();
   REQUIRE(raw_index_with_entries(before, IndexTime{0xffffffffu, 0}, {e}, changed_main));

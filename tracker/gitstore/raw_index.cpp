@@ -225,10 +225,11 @@ std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTim
     const std::size_t at = out.size();
     out.append(old.substr(e->begin, e->end - e->begin));
     ++written;
-    // Racily clean: changed no earlier than the old index was written.
+    // Racily clean: changed no earlier than the old index was written, in whole seconds. git
+    // compares seconds only unless it was built with USE_NSEC (Debian's is not): a file changed
+    // later in the same second as the index, with the same size, has the entry's stat data.
     const std::uint32_t mode = be32(old, e->begin + 24), size = be32(old, e->begin + 36);
-    const std::uint32_t ms = be32(old, e->begin + 8), mns = be32(old, e->begin + 12);
-    const bool racy = ms > old_mtime.s || (ms == old_mtime.s && mns >= old_mtime.ns);
+    const bool racy = be32(old, e->begin + 8) >= old_mtime.s;
     if (racy && size != 0 && (mode & kTypeMask) != kGitlink && e->stage() == 0 &&
         !still_clean(e->path, mode, reinterpret_cast<const std::uint8_t*>(old.data() + e->begin + kStatBytes)))
       std::memset(out.data() + at + 36, 0, 4);

@@ -35,8 +35,9 @@ struct IndexTime {
   std::uint32_t s = 0, ns = 0;
 };
 
-// Asked for each entry kept whose file changed no earlier than the old index was written
-// ("racily clean": git cannot tell from its stat data whether it changed since): true when the
+// Asked for each entry kept whose file changed no earlier than the old index was written, in
+// whole seconds ("racily clean": git cannot tell from its stat data whether it changed since,
+// and git compares seconds only unless built with USE_NSEC): true when the
 // file in the work tree still has the entry's content (path, mode, blob id). An entry it says
 // false for is written with size 0, so that git compares its content next time, as git and
 // libgit2 do when they write an index.

@@ -564,7 +564,11 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   Repo second;
   check_git(git_repository_open(second.out(), git_repository_path(m_repo)), "opening the repository for a snapshot");
   freeze_config(second.get());
-  check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
+  // Opened from the git dir, the handle usually finds the same work tree already; libgit2 1.5's
+  // set_workdir leaks its path buffer when asked for the one it has.
+  const char* found = git_repository_workdir(second.get());
+  if (!found || fs::path(found).lexically_normal() != (m_workdir / "").lexically_normal())
+    check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
   Index index;
   check_git(git_repository_index(index.out(), second.get()), "reading the index for a snapshot");
   check_git(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "adding tracked changes to the snapshot");
