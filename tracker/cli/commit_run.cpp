@@ -243,15 +243,8 @@ class JournalEntry {
     m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_tmp, std::strerror(errno)));
     ::flock(m_fd, LOCK_EX);
-    const char* p = content.data();
-    std::size_t left = content.size();
-    while (left > 0) {
-      auto n = ::write(m_fd, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_tmp, std::strerror(errno)));
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
+    if (int err = util::write_all(m_fd, content); err != 0)
+      throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_tmp, std::strerror(err)));
     try {
       m_sync = std::thread([this] { m_sync_errno = make_durable(); });
     } catch (const std::system_error&) {

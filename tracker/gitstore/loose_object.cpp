@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/files.hpp"
 
 namespace abtrack::gitstore {
 namespace fs = std::filesystem;
@@ -47,8 +48,6 @@ std::string stored_loose_object(std::string_view type, std::string_view data) {
 void write_stored_loose_object(const fs::path& objects_dir, const std::string& hex, std::string_view type, std::string_view data) {
   const fs::path dir = objects_dir / hex.substr(0, 2);
   const fs::path final_path = dir / hex.substr(2);
-  struct stat st {};
-  if (::stat(final_path.c_str(), &st) == 0) return;  // there already (same id, same content)
   const std::string bytes = stored_loose_object(type, data);
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     throw Error(Exit::environment, fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno)));
@@ -57,16 +56,10 @@ void write_stored_loose_object(const fs::path& objects_dir, const std::string& h
   const fs::path tmp = dir / fmt::format("tmp_obj_abtrack_{:016x}", rng());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
   if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
-  for (std::size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
+  if (int err = util::write_all(fd, bytes); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(err)));
   }
   if (::close(fd) != 0) {
     int err = errno;

@@ -16,7 +16,8 @@ std::string stored_loose_object(std::string_view type, std::string_view data);
 
 // Writes that file for the object whose id is `hex` (40 hex digits, computed by the caller) under
 // `objects_dir`, through a temporary file linked into place (never a partly written object); an
-// object already there is left as it is. Throws util::Error when the file cannot be written.
+// object already there is left as it is (the caller asks git_odb_exists first, which also sees
+// packs; a link that finds the file keeps it). Throws util::Error when the file cannot be written.
 void write_stored_loose_object(const std::filesystem::path& objects_dir, const std::string& hex, std::string_view type,
                                std::string_view data);
 

@@ -858,15 +858,9 @@ Repository::IndexWrite Repository::write_index_from_bytes(const std::vector<RawI
     give_up();
     return IndexWrite::unhandled;
   }
-  for (std::size_t done = 0; done < bytes->size();) {
-    ssize_t n = ::write(lock, bytes->data() + done, bytes->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      give_up();
-      throw Error(Exit::environment, fmt::format("cannot write {}: {}", lock_path.string(), std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
+  if (int err = util::write_all(lock, *bytes); err != 0) {
+    give_up();
+    throw Error(Exit::environment, fmt::format("cannot write {}: {}", lock_path.string(), std::strerror(err)));
   }
   if (::close(lock) != 0 || ::rename(lock_path.c_str(), index_path.c_str()) != 0) {
     int err = errno;

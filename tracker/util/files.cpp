@@ -41,6 +41,17 @@ std::string read_file(const fs::path& path) {
   return data;
 }
 
+int write_all(int fd, std::string_view data) {
+  for (std::size_t done = 0; done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
 void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
@@ -51,19 +62,10 @@ void write_file_atomic(const fs::path& path, std::string_view content, Durabilit
   if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  if (int err = write_all(fd, content); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
   }
   // The umask may have narrowed the mode of a new file; an existing file keeps its own.
   ::fchmod(fd, mode);

@@ -9,6 +9,10 @@ namespace abtrack::util {
 // Reads a whole file. Throws Error(environment) naming the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
+// Writes all of `data` to the open descriptor `fd` (retrying short writes and EINTR). Returns 0,
+// or the errno of the write that failed (ENOSPC for a write that wrote nothing).
+int write_all(int fd, std::string_view data);
+
 enum class Durability {
   durable,   // fsync before the rename: the content survives a power cut (journals)
   ordinary,  // no fsync: for copies of what git already holds (the work-tree document)
