@@ -89,4 +89,37 @@ expect_eq "$(json "$OUT" 'd["counts"]["pending"]')" 2 "the interrupted cell stay
 expect_rc 0 ab verify
 rm -f "$E2E_STARTED"
 
+step "HEAD moves while the command runs"
+# A step builds its commit on the tip it finds after its command, not on the HEAD it started
+# from: the run another step committed meanwhile and the prose the user committed meanwhile are
+# both kept (a build that reused a read of HEAD made before the command fails all four checks
+# below: it overwrote run 1 and lost the prose).
+new_repo moving
+cat >abtrack.yaml <<'EOF'
+experiment: mov
+doc: AB.md
+axes:
+  n: [1, 2]
+command: >-
+  if [ {n} = 2 ]; then
+  "$E2E_ABTRACK" -q step --cell n=1 >/dev/null &&
+  sed -i "s/^## Why\$/## Why $E2E_EDIT/" AB.md && git commit -q -m "user: prose" AB.md;
+  fi; echo '{"t":[{n}]}'
+metrics:
+  t: {json: t}
+EOF
+expect_rc 0 ab init
+expect_contains AB.md "## Why" "the template has a Why section"
+INIT=$(git rev-parse HEAD)
+export E2E_ABTRACK=$ABTRACK E2E_EDIT="(edited while n=2 ran)"
+expect_rc 0 ab step --cell n=2
+expect_eq "$(git rev-list --count "$INIT"..HEAD)" 3 "the inner run, the user's commit, the outer run"
+expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d')" 2 "the outer run is run 2"
+expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Cell,valueonly)' | sed '/^$/d')" "n=2" "the outer run is n=2"
+expect_eq "$(git ls-tree --name-only HEAD runs/mov/ | tr '\n' ' ')" "runs/mov/0001.json runs/mov/0002.json " "both records"
+expect_contains "$(git show HEAD:AB.md)" "## Why (edited while n=2 ran)" "the prose committed meanwhile is in the outer run's document"
+expect_contains "$(git show HEAD:AB.md)" "**2 of 2 cells measured**" "the inner run is in the outer run's summary"
+expect_clean "work tree and index agree with HEAD"
+expect_rc 0 ab verify
+
 done_testing
