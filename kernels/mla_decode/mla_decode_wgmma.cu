@@ -85,6 +85,7 @@ static_assert(kProducerKs == 0 || kProducers == 4,
 #ifndef ABTRACK_WGMMA_MATH_REGS
 #define ABTRACK_WGMMA_MATH_REGS 224
 #endif
+
 // Without the producer conversion: 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
 template <int kPks>
 constexpr int kMathRegs = kPks > 0 ? ABTRACK_WGMMA_MATH_REGS : 232;
@@ -108,6 +109,8 @@ constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
 constexpr int kBarVote = 6;   // the math warps' rescaling vote
 constexpr int kBarVFree = 7;  // producer conversion: the math warps' O^T is done with the f16 tile
 constexpr int kBarVReady = 8; // ... and the producers' part of it is written
+constexpr int kBarInit = 9;   // the producers arrive once the ring's mbarriers are initialised
+constexpr int kBarProd = 10;  // the third warpgroup, after that initialisation
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -444,23 +447,35 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
   }
 
-  // The split's indices (-1 past topk), four loads in flight per thread.
-  for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kThreads) {
-    int v[4];
+  // The split's indices (-1 past topk) in shared memory, by the math threads, four loads in
+  // flight per thread. The producers do not wait for them (session 10: at B=16 0.56 us sooner,
+  // at B=64 0.1): they load the indices of their first `stages` tiles themselves and issue
+  // those tiles at once; idx_s is filled before the math warps arrive at the barriers that
+  // precede the producers' later tiles (kBarEmpty, kBarVFree).
+  auto index_at = [&p, row = b, first = t_first, n = n_tiles](int j) {  // the split's j-th index
+    const int slot = first * kTile + j;
+    return j < n * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(row) * p.topk + slot]) : -1;
+  };
+  if (wg < 2) {
+    for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kMathThreads) {
+      int v[4];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int j = j0 + u * kThreads, slot = t_first * kTile + j;
-      v[u] = j < n_tiles * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(b) * p.topk + slot]) : -1;
+      for (int u = 0; u < 4; ++u) v[u] = index_at(j0 + u * kMathThreads);
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (j0 + u * kMathThreads < n_tiles * kTile) idx_s[j0 + u * kMathThreads] = v[u];
     }
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (j0 + u * kThreads < n_tiles * kTile) idx_s[j0 + u * kThreads] = v[u];
+  } else {
+    // The ring's mbarriers, by the first producer thread, seen by the third warpgroup at once
+    // and by the math warps before their first wait (kBarInit).
+    if (tid == kMathThreads)
+      for (int s = 0; s < stages; ++s) mbar_init(&full_s[s], kProducers);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    named_sync(kBarProd, 128);
+    named_arrive(kBarInit, kThreads);
   }
   ABTRACK_STAMP(0);  // the indices stored (their loads returned)
-  if (tid < stages) mbar_init(&full_s[tid], kProducers);
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  __syncthreads();
-  ABTRACK_STAMP(1);
+  ABTRACK_STAMP(1);  // (no block-wide barrier here since session 10: the same as stamp 0)
 
   // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
   // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
@@ -483,7 +498,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       std::uint32_t valid = 0;
 #pragma unroll
       for (int r = 0; r < kRowsPerLane; ++r) {
-        id[r] = active ? idx_s[i * kTile + pw * kRowsPerProducer + lane + 32 * r] : -1;
+        const int j = i * kTile + pw * kRowsPerProducer + lane + 32 * r;
+        // The first tiles' indices straight from global memory (idx_s may not be filled yet).
+        id[r] = !active ? -1 : i < stages ? index_at(j) : idx_s[j];
         valid += __popc(__ballot_sync(0xffffffffu, id[r] >= 0));
       }
 #pragma unroll
@@ -562,27 +579,40 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
   // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8). The rows
   // were loaded before the indices (above).
+  // Each row's largest magnitude: this lane's part of each of its rows, then per row over the
+  // warp. (Session 10 tried lane l converting row (r + l) % 4 at step r, against the 32-way
+  // bank conflicts of the stores below: 1.0-1.5 us slower at every shape.)
+  float part[4], cs_row[4];
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int h = warp * 4 + r;
-    const uint4 (&c)[3] = qc[r];
     float big = 0.0f;
 #pragma unroll
     for (int k = 0; k < 3; ++k) {
-      const std::uint32_t w[4] = {c[k].x, c[k].y, c[k].z, c[k].w};
+      const std::uint32_t w[4] = {qc[r][k].x, qc[r][k].y, qc[r][k].z, qc[r][k].w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float2 f = __bfloat1622float2(as_bf162(w[i]));
         big = fmaxf(big, fmaxf(fabsf(f.x), fabsf(f.y)));
       }
     }
+    part[r] = big;
+  }
+#pragma unroll
+  for (int R = 0; R < 4; ++R) {
+    float big = part[R];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
-    if (r == 0) ABTRACK_STAMP(15);  // the first Q row's maximum: its loads have returned
+    if (R == 0) ABTRACK_STAMP(15);  // the first Q row's maximum: its loads have returned
     int e = 0;
     frexpf(big, &e);
-    const float cs = big > 0.0f && isfinite(big) ? ldexpf(1.0f, 15 - e) : 1.0f;
-    if (lane == 0) qinv_s[h] = 1.0f / cs;
+    cs_row[R] = big > 0.0f && isfinite(big) ? ldexpf(1.0f, 15 - e) : 1.0f;
+    if (lane == 0) qinv_s[warp * 4 + R] = 1.0f / cs_row[R];
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int h = warp * 4 + r;
+    const uint4 (&c)[3] = qc[r];
+    const float cs = cs_row[r];
     {
       // dims 16 lane .. 16 lane + 15: the even ones to position block 2 lane, the odd ones to 2 lane + 1
       __half2 even[4], odd[4];
@@ -648,6 +678,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int t0 = 16 * wl + g;
   std::uint8_t* const kv_w = kv_s + wg * 16 * 2048 + (2 * wl) * 128 + g * 16 + t4 * 4;
 
+  named_sync(kBarInit, kThreads);  // the ring's mbarriers are initialised
   int slot = 0;
   std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
   bool rescale_any = true;   // some head's maximum moved in this tile (alpha_s written)
