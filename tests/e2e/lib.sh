@@ -221,6 +221,44 @@ expect_clean() {
 
 # json FILE EXPR: evaluate a python expression over the parsed document `d`; prints str()
 # of the result (JSON for lists/dicts, true/false/null for JSON scalars).
+# journal_entries [GIT_DIR]: the measurements waiting in abtrack's journal, as abtrack reads
+# them: slot files (.git/abtrack/journal/<experiment>/slot-N) whose header "abtrack-journal 1
+# <bytes> <sha256>" and checksum hold (a freed or cut-short slot holds none), and entries of
+# earlier versions (*.json); one path per line.
+journal_entries() {
+  "$PY" - "${1:-.git}/abtrack/journal" <<'PY'
+import hashlib, os, sys
+root = sys.argv[1]
+for d, _, files in sorted(os.walk(root)):
+    for name in sorted(files):
+        path = os.path.join(d, name)
+        if name.endswith(".json"):
+            print(path)
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        head, nl, rest = data.partition(b"\n")
+        parts = head.split(b" ")
+        if not nl or len(parts) != 4 or parts[0] != b"abtrack-journal" or parts[1] != b"1":
+            continue
+        size = int(parts[2])
+        if len(rest) >= size and hashlib.sha256(rest[:size]).hexdigest().encode() == parts[3]:
+            print(path)
+PY
+}
+
+# journal_entry FILE: the measurement (a record's JSON) a journal_entries path holds.
+journal_entry() {
+  "$PY" - "$1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+if not sys.argv[1].endswith(".json"):
+    head, _, rest = data.partition(b"\n")
+    data = rest[: int(head.split(b" ")[2])]
+sys.stdout.write(data.decode())
+PY
+}
+
 json() {
   "$PY" - "$1" "$2" <<'PY'
 import json, sys

@@ -15,7 +15,6 @@ TOTAL=$((WRITERS * STEPS))
 no_lock_files() {
   find .git -name '*.lock' ! -path '.git/abtrack/*' | sort
 }
-journal_files() { find .git/abtrack/journal -type f 2>/dev/null | sort; }
 
 new_repo
 cat >abtrack.yaml <<EOF
@@ -61,7 +60,7 @@ recs = [json.load(open(f)) for f in glob.glob("runs/scale/*.json")]
 ids = [r["measurement"] for r in recs]
 print(len(ids) == len(set(ids)) and all(ids))')" True "every record has its own measurement id"
 expect_eq "$(no_lock_files | tr '\n' ' ')" "" "no lock file left in .git (refs, index, HEAD, packed-refs)"
-expect_eq "$(journal_files | tr '\n' ' ')" "" "the journal is empty: every measurement committed"
+expect_eq "$(journal_entries | tr '\n' ' ')" "" "the journal is empty: every measurement committed"
 expect_eq "$(ls -A runs/scale | grep -v '^[0-9]*\.json$' | tr '\n' ' ')" "" "no temporary files in runs/scale"
 expect_clean "after $TOTAL parallel steps"
 expect_rc 0 ab verify
@@ -78,10 +77,10 @@ expect_contains "$ERR" ".git/refs/heads/main.lock" "the error names the lock fil
 expect_match "$ERR" '^abtrack: error: ' "the error is in the documented format"
 expect_contains "$ERR" "remove" "the hint says what to do"
 expect_eq "$(git rev-parse HEAD)" "$HEAD1" "no commit while the ref is locked"
-journaled=$(journal_files | grep -c '\.json$')
+journaled=$(journal_entries | grep -c .)
 expect_eq "$journaled" 1 "the measurement stays in the journal"
 mid=""
-[ "$journaled" = 1 ] && mid=$(json "$(journal_files | grep '\.json$')" 'd["measurement"]')
+[ "$journaled" = 1 ] && journal_entry "$(journal_entries)" >"$WORK/entry.json" && mid=$(json "$WORK/entry.json" 'd["measurement"]')
 expect_clean "nothing half-written while the ref was locked"
 rm -f .git/refs/heads/main.lock
 expect_rc 0 ab step --cell w=2
@@ -92,7 +91,7 @@ if [ -n "$mid" ]; then
 fi
 expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | sort -n | uniq | wc -l | tr -d ' ')" \
   "$(git rev-list --count "$INIT"..HEAD)" "run numbers stay unique"
-expect_eq "$(journal_files | tr '\n' ' ')" "" "the journal is empty again"
+expect_eq "$(journal_entries | tr '\n' ' ')" "" "the journal is empty again"
 expect_eq "$(no_lock_files | tr '\n' ' ')" "" "no lock file left"
 expect_clean
 expect_rc 0 ab verify

@@ -64,7 +64,7 @@ for i in $(seq 0 $((KILLS - 1))); do
   git show HEAD:AB.md >"$WORK/head.md"
   expect_true "after a kill at $ms ms the committed document's regions parse" regions_parse "$WORK/head.md"
   n_before=$(git rev-list --count HEAD)
-  [ -n "$(find .git/abtrack/journal -name '*.json' 2>/dev/null)" ] && journaled=$((journaled + 1))
+  [ -n "$(journal_entries)" ] && journaled=$((journaled + 1))
   [ "$n_before" -gt 1 ] && [ "$n_before" -lt 5 ] && partial=$((partial + 1))
   # A kill between the ref move and the checkout sync leaves the checkout one commit behind
   # (and maybe a temp file); the next invocation finishes that sync.
@@ -84,7 +84,7 @@ cells = sorted({r["cell"]["n"] for r in recs})
 print(len(ids) == len(set(ids)), runs == list(range(1, len(runs) + 1)), cells == [1, 2, 3, 4])')" \
     "True True True" "after a kill at $ms ms: measurement ids unique, runs 1..N without gaps, every cell has a run"
   expect_eq "$(git ls-tree --name-only HEAD runs/crash/ | wc -l)" "$(ls runs/crash | wc -l)" "every record file is committed"
-  expect_eq "$(find .git/abtrack/journal -name '*.json' 2>/dev/null | tr '\n' ' ')" "" "journal empty after the follow-up run"
+  expect_eq "$(journal_entries | tr '\n' ' ')" "" "journal empty after the follow-up run"
   expect_eq "$(git rev-list --merges --count HEAD)" 0 "linear history"
   expect_clean "after a kill at $ms ms and the follow-up run"
   expect_fsck
@@ -135,7 +135,7 @@ EOF
   expect_clean "nothing half-written after $sig"
   expect_rc 0 ab status --json
   expect_eq "$(json "$OUT" 'd["counts"]["pending"]')" 2 "the interrupted cell stays pending"
-  expect_eq "$(find .git/abtrack/journal -name '*.json' 2>/dev/null | tr '\n' ' ')" "" "nothing journaled for the interrupted cell"
+  expect_eq "$(journal_entries | tr '\n' ' ')" "" "nothing journaled for the interrupted cell"
   expect_rc 0 ab verify
   rm -f "$E2E_STARTED"
 }

@@ -36,7 +36,7 @@ expect_clean "the worktree is clean after the step"
 expect_eq "$(cat "$WORK/main.status")" "" "the main checkout is clean and untouched"
 expect_true "abtrack state is in the common git dir" test -d "$REPO/.git/abtrack"
 expect_false "no abtrack state inside the worktree's own git dir" test -e "$REPO/.git/worktrees/wt/abtrack"
-expect_eq "$(find "$REPO/.git/abtrack/journal" -type f 2>/dev/null | tr '\n' ' ')" "" "journal empty"
+expect_eq "$(journal_entries "$REPO/.git" | tr '\n' ' ')" "" "journal empty"
 # Both checkouts step concurrently: one commit lock, each on its own branch.
 ( cd "$REPO" && for _ in 1 2 3; do "$ABTRACK" -q step --cell n=1 </dev/null >/dev/null 2>>"$WORK/wt.err" || exit 1; done ) & p1=$!
 ( for _ in 1 2 3; do "$ABTRACK" -q step --cell n=2 </dev/null >/dev/null 2>>"$WORK/wt.err" || exit 1; done ) & p2=$!

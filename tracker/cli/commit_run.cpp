@@ -1,15 +1,9 @@
 #include "cli/commit_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <system_error>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +14,7 @@
 #include "stats/quantile.hpp"
 #include "util/text.hpp"
 #include "util/files.hpp"
+#include "util/journal.hpp"
 #include "util/trace.hpp"
 #include "util/version.hpp"
 
@@ -225,97 +220,55 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
 }
 
 namespace {
+
 std::filesystem::path journal_dir(const Context& ctx) { return ctx.repo.state_dir() / "journal" / ctx.plan.experiment; }
-}  // namespace
 
-namespace {
-
-// A journal entry locked by the process that measured it: others leave it alone while that
-// process lives (the kernel drops the lock when it dies, and the entry becomes recoverable).
-// Written to "<id>.json.tmp", made durable (fsync) and renamed to "<id>.json". The fsync, ~0.35
-// ms of waiting on the disk, runs on a thread while the commit is built; the entry is never
-// removed before it is done, so a measurement is on disk before abtrack lets go of it.
+// A measurement journaled by the process that measured it (util::JournalSlot: a slot file of
+// .git/abtrack/journal/<experiment>/, written in place, fdatasync'd on a thread while the commit
+// is built, locked while this lives: others leave it alone while that process lives, and the
+// kernel drops the lock when it dies). The slot is freed only once the run is committed: when
+// the commit throws (a stale lock, a full disk) the entry stays for the next invocation.
 class JournalEntry {
  public:
-  JournalEntry(const std::filesystem::path& file, const std::string& content) : m_file(file), m_tmp(file.string() + ".tmp") {
-    std::error_code ec;
-    std::filesystem::create_directories(file.parent_path(), ec);
-    m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_tmp, std::strerror(errno)));
-    ::flock(m_fd, LOCK_EX);
-    if (int err = util::write_all(m_fd, content); err != 0)
-      throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_tmp, std::strerror(err)));
-    try {
-      m_sync = std::thread([this] { m_sync_errno = make_durable(); });
-    } catch (const std::system_error&) {
-      m_sync_errno = make_durable();  // no thread to be had: wait for the disk here
-    }
-  }
-  // Removed only once committed: when the commit throws (a stale lock, a full disk) the entry
-  // stays, unlocked, for the next invocation to commit.
+  JournalEntry(const std::filesystem::path& dir, const std::string& content) : m_slot(dir, content) {}
   ~JournalEntry() {
-    if (m_sync.joinable()) m_sync.join();
-    std::error_code ec;
-    if (std::uncaught_exceptions() == m_exceptions) {
-      std::filesystem::remove(m_file, ec);
-      std::filesystem::remove(m_tmp, ec);  // when the rename failed
-    } else if (m_sync_errno != 0) {
-      warn(fmt::format("the journal entry {} could not be made durable: {}", m_tmp, std::strerror(m_sync_errno)));
-    }
-    if (m_fd >= 0) ::close(m_fd);
+    int err = m_slot.wait();
+    if (std::uncaught_exceptions() == m_exceptions) m_slot.clear();
+    else if (err != 0) warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
   }
   JournalEntry(const JournalEntry&) = delete;
   JournalEntry& operator=(const JournalEntry&) = delete;
 
  private:
-  int make_durable() const { return ::fsync(m_fd) != 0 || ::rename(m_tmp.c_str(), m_file.c_str()) != 0 ? errno : 0; }
-  std::filesystem::path m_file;
-  std::string m_tmp;
-  int m_fd = -1;
-  int m_sync_errno = 0;
-  std::thread m_sync;
+  util::JournalSlot m_slot;
   int m_exceptions = std::uncaught_exceptions();
 };
 
 }  // namespace
 
 std::shared_ptr<void> journal_run(Context& ctx, const record::Record& draft) {
-  return std::make_shared<JournalEntry>(journal_dir(ctx) / (draft.data.id + ".json"), record::to_json(draft));
+  return std::make_shared<JournalEntry>(journal_dir(ctx), record::to_json(draft));
 }
 
 record::Record journal_and_commit(Context& ctx, const record::Record& draft) {
-  JournalEntry entry(journal_dir(ctx) / (draft.data.id + ".json"), record::to_json(draft));
+  JournalEntry entry(journal_dir(ctx), record::to_json(draft));
   return commit_run(ctx, draft);
 }
 
 int recover_journal(Context& ctx) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(journal_dir(ctx), ec))
-    if (e.path().extension() == ".json") files.push_back(e.path());
-  if (files.empty()) return 0;
-  std::sort(files.begin(), files.end());
   int committed = 0;
-  for (const auto& f : files) {
-    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    struct Close {
-      int fd;
-      ~Close() { ::close(fd); }
-    } close_fd{fd};
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) continue;  // its process is alive and committing it
-    if (!std::filesystem::exists(f, ec)) continue;      // committed and removed meanwhile
+  util::for_each_journal_entry(journal_dir(ctx), [&](const std::filesystem::path& where, const std::string& content) {
     record::Record draft;
     try {
-      draft = record::parse_record(util::read_file(f), f.string());
+      draft = record::parse_record(content, where.string());
     } catch (const Error&) {
-      warn(fmt::format("{} is not a readable journal entry; left in place", f.string()));
-      continue;
+      warn(fmt::format("{} is not a readable journal entry; left in place", where.string()));
+      return false;
     }
     auto cell = record::plan_cell(ctx.plan, draft.cell);
     if (!cell) {
-      warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", f.string(), draft.label()));
-      continue;
+      warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
+      return false;
     }
     draft.data.cell = *cell;
     draft.metric_specs = ctx.plan.metrics;
@@ -325,8 +278,8 @@ int recover_journal(Context& ctx) {
       fmt::print("{}  (measured by an earlier invocation that was killed before committing it)\n", result_line(ctx.plan, rec));
       ++committed;
     }
-    std::filesystem::remove(f, ec);
-  }
+    return true;
+  });
   return committed;
 }
 

@@ -14,7 +14,7 @@ std::string read_file(const std::filesystem::path& path);
 int write_all(int fd, std::string_view data);
 
 enum class Durability {
-  durable,   // fsync before the rename: the content survives a power cut (journals)
+  durable,   // fsync before the rename: the content survives a power cut (Slurm submissions)
   ordinary,  // no fsync: for copies of what git already holds (the work-tree document)
 };
 
