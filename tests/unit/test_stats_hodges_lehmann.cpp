@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracle/stats_support.hpp"
@@ -40,6 +43,37 @@ TEST_CASE("stats: k-th log difference equals brute force") {
     CHECK(kth_log_difference(a, b, d.size()) == d.back());
   }
   CHECK_THROWS_AS(kth_log_difference(std::vector<double>{1}, std::vector<double>{2}, 2), abtrack::Error);
+}
+
+// hodges_lehmann_log sorts the differences when there are at most 65,536 of them and bisects
+// past that; kth_log_difference always bisects: both must give the same doubles, bit for bit.
+TEST_CASE("stats: the shift and interval are the same doubles whether the differences are sorted or bisected") {
+  testing::Rng rng(11);
+  const std::pair<std::size_t, std::size_t> sizes[] = {{1, 1}, {2, 3}, {20, 20}, {7, 31}, {256, 256}, {257, 256}, {300, 250}};
+  for (const auto& [n1, n2] : sizes) {
+    for (int ties = 0; ties < 2; ++ties) {
+      std::vector<double> a = rng.times(n1, 10, 0.05), b = rng.times(n2, 9.5, 0.05);
+      if (ties)
+        for (auto* v : {&a, &b})
+          for (double& x : *v) x = std::round(x * 2) / 2;  // many zero and repeated differences
+      CAPTURE(n1);
+      CAPTURE(n2);
+      CAPTURE(ties);
+      const std::uint64_t m = std::uint64_t{n1} * n2;
+      const LogShift s = hodges_lehmann_log(a, b);
+      const double mid = m % 2 ? kth_log_difference(a, b, (m + 1) / 2)
+                               : (kth_log_difference(a, b, m / 2) + kth_log_difference(a, b, m / 2 + 1)) / 2 + 0.0;
+      CHECK(std::bit_cast<std::uint64_t>(s.shift) == std::bit_cast<std::uint64_t>(mid));
+      const double c = std::round(static_cast<double>(m) / 2 - 1.96 * std::sqrt(static_cast<double>(m) * (n1 + n2 + 1) / 12));
+      if (c >= 1) {
+        const auto k = static_cast<std::uint64_t>(c);
+        CHECK(std::bit_cast<std::uint64_t>(s.ci.lo) == std::bit_cast<std::uint64_t>(kth_log_difference(a, b, k) + 0.0));
+        CHECK(std::bit_cast<std::uint64_t>(s.ci.hi) == std::bit_cast<std::uint64_t>(kth_log_difference(a, b, m + 1 - k) + 0.0));
+      } else {
+        CHECK_FALSE(s.ci.bounded());
+      }
+    }
+  }
 }
 
 // Reference: brute force in numpy (tests/unit/oracle/stats_oracle.py, case "hl").
