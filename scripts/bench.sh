@@ -10,9 +10,12 @@
 #    with and without the plot: interleaved round by round (bench/paired.py), ratios per round.
 # 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
 #
-# On ext4 without a journal (as on the VM of docs/PERFORMANCE.md), creating a file gets slower for
-# a few minutes after many files were deleted, and this script deletes ~30,000 when it ends: run
-# it again only after a few idle minutes, or expect the "slow phase" of PERFORMANCE.md §2.11.
+# The repositories go under $TMPDIR (mktemp -d), so TMPDIR picks the file system measured
+# (PERFORMANCE.md §2.12 ran it on ext4 with and without a journal, XFS and tmpfs); the file
+# system is printed first. On ext4 without a journal (the VM of docs/PERFORMANCE.md), creating a
+# file gets slower for a few minutes after many files were deleted, and this script deletes
+# ~30,000 when it ends: run it again only after a few idle minutes, or expect the "slow phase" of
+# PERFORMANCE.md §2.11.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
@@ -23,6 +26,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 out="$work/results"
 mkdir -p "$out"
+# The file system the repositories are on, and for ext4 whether it has a journal (jbd2 lists the
+# devices with one).
+fs_type=$(stat -f -c %T "$work")
+dev=$(df --output=source "$work" | tail -n 1)
+journal=""
+if [ "$fs_type" = ext2/ext3 ]; then  # stat's name for ext4 too
+  journal="without a journal"
+  ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-" && journal="with a journal"
+fi
+echo "bench: repositories in $work: $fs_type $journal on $dev"
 
 history() {  # history DIR N: an experiment with N runs, its document rendered and committed
   python3 "$here/bench/make_history.py" "$1" "$2"
