@@ -41,15 +41,34 @@ std::string read_file(const fs::path& path) {
   return data;
 }
 
-int write_all(int fd, std::string_view data) {
+namespace {
+// The write loop of write_all and write_all_at: `put(p, n, done)` writes up to n bytes.
+template <class Put>
+int put_all(std::string_view data, const Put& put) {
   for (std::size_t done = 0; done < data.size();) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    ssize_t n = put(data.data() + done, data.size() - done, done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
     if (n == 0) return ENOSPC;
     done += static_cast<std::size_t>(n);
   }
   return 0;
+}
+}  // namespace
+
+int write_all(int fd, std::string_view data) {
+  return put_all(data, [fd](const char* p, std::size_t n, std::size_t) { return ::write(fd, p, n); });
+}
+
+int write_all_at(int fd, std::string_view data, std::int64_t offset) {
+  return put_all(data, [fd, offset](const char* p, std::size_t n, std::size_t done) {
+    return ::pwrite(fd, p, n, static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
+  });
+}
+
+void UniqueFd::reset(int fd) {
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = fd;
 }
 
 void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {

@@ -1,5 +1,6 @@
 #pragma once
 // Whole-file reads and atomic writes.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -12,6 +13,23 @@ std::string read_file(const std::filesystem::path& path);
 // Writes all of `data` to the open descriptor `fd` (retrying short writes and EINTR). Returns 0,
 // or the errno of the write that failed (ENOSPC for a write that wrote nothing).
 int write_all(int fd, std::string_view data);
+// The same at byte `offset` of the file (pwrite: the descriptor's position does not move).
+int write_all_at(int fd, std::string_view data, std::int64_t offset);
+
+// An open descriptor, closed when this goes (or on reset).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : m_fd(fd) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+  int get() const { return m_fd; }
+  void reset(int fd = -1);
+
+ private:
+  int m_fd = -1;
+};
 
 enum class Durability {
   durable,   // fsync before the rename: the content survives a power cut (Slurm submissions)

@@ -42,17 +42,6 @@ std::string read_fd(int fd) {
   return out;
 }
 
-int pwrite_all(int fd, std::string_view data, off_t at) {
-  for (std::size_t done = 0; done < data.size();) {
-    ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done, at + static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return ENOSPC;
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
-}
-
 // The slot number of "slot-N", nullopt for other names.
 std::optional<int> slot_number(const std::string& name) {
   if (name.rfind("slot-", 0) != 0 || name.size() == 5) return std::nullopt;
@@ -61,13 +50,6 @@ std::optional<int> slot_number(const std::string& name) {
   if (ec != std::errc() || end != name.data() + name.size() || n < 0) return std::nullopt;
   return n;
 }
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -117,7 +99,7 @@ JournalSlot::JournalSlot(const fs::path& dir, std::string_view content) {
   struct stat st {};
   if (::fstat(m_fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes.size())
     bytes.resize((bytes.size() + kGrain - 1) / kGrain * kGrain, '\0');
-  if (int err = pwrite_all(m_fd, bytes, 0); err != 0) {
+  if (int err = write_all_at(m_fd, bytes, 0); err != 0) {
     ::close(m_fd);
     m_fd = -1;
     throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_file.string(), std::strerror(err)));
@@ -137,7 +119,7 @@ int JournalSlot::wait() {
 
 void JournalSlot::clear() {
   wait();
-  if (m_fd >= 0) (void)pwrite_all(m_fd, std::string_view("\0", 1), 0);
+  if (m_fd >= 0) (void)write_all_at(m_fd, std::string_view("\0", 1), 0);
 }
 
 JournalSlot::~JournalSlot() {
@@ -157,17 +139,17 @@ void for_each_journal_entry(const fs::path& dir, const std::function<bool(const 
   std::sort(slots.begin(), slots.end());
   std::sort(legacy.begin(), legacy.end());
   for (const auto& [n, file] : slots) {
-    Fd f{::open(file.c_str(), O_RDWR | O_CLOEXEC)};
-    if (f.fd < 0 || ::flock(f.fd, LOCK_EX | LOCK_NB) != 0) continue;  // its process is alive and committing it
-    auto entry = journal_entry_of(read_fd(f.fd));
-    if (entry && fn(file, *entry)) (void)pwrite_all(f.fd, std::string_view("\0", 1), 0);
+    UniqueFd f(::open(file.c_str(), O_RDWR | O_CLOEXEC));
+    if (f.get() < 0 || ::flock(f.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its process is alive and committing it
+    auto entry = journal_entry_of(read_fd(f.get()));
+    if (entry && fn(file, *entry)) (void)write_all_at(f.get(), std::string_view("\0", 1), 0);
   }
   // Earlier versions wrote "<id>.json.tmp", fsynced it and renamed it to "<id>.json".
   for (const auto& file : legacy) {
-    Fd f{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0 || ::flock(f.fd, LOCK_EX | LOCK_NB) != 0) continue;
+    UniqueFd f(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (f.get() < 0 || ::flock(f.get(), LOCK_EX | LOCK_NB) != 0) continue;
     if (!fs::exists(file, ec)) continue;  // committed and removed meanwhile
-    std::string content = read_fd(f.fd);
+    std::string content = read_fd(f.get());
     if (fn(file, content)) fs::remove(file, ec);
   }
 }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "util/error.hpp"
+#include "util/files.hpp"
 
 extern char** environ;
 
@@ -35,23 +36,6 @@ void on_signal(int sig) {
     [[maybe_unused]] auto n = ::write(g_wake_pipe[1], &c, 1);
   }
 }
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : m_fd(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return m_fd; }
-  void reset(int fd = -1) {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = fd;
-  }
-
- private:
-  int m_fd = -1;
-};
 
 // Keeps the last `limit` bytes of a stream while counting all of it.
 struct Capture {
@@ -133,9 +117,9 @@ std::string signal_name(int sig) {
 ProcessResult run_process(const ProcessSpec& spec) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  Fd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  Fd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -176,7 +160,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   err_w.reset();
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 
   ProcessResult result;
   Capture out, err;
