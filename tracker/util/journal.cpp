@@ -42,6 +42,19 @@ std::string read_fd(int fd) {
   return out;
 }
 
+// The entry of an open slot, nullopt when none. A free slot (the common case) costs one small
+// read: the whole slot is read only when its header starts like an entry's.
+std::optional<std::string> entry_in(int fd) {
+  char head[kMagic.size()];
+  if (::pread(fd, head, sizeof head, 0) != static_cast<ssize_t>(sizeof head) ||
+      std::string_view(head, sizeof head) != kMagic)
+    return std::nullopt;
+  return journal_entry_of(read_fd(fd));
+}
+
+// Frees a slot: its header no longer starts like an entry's.
+void free_slot(int fd) { (void)write_all_at(fd, std::string_view("\0", 1), 0); }
+
 // The slot number of "slot-N", nullopt for other names.
 std::optional<int> slot_number(const std::string& name) {
   if (name.rfind("slot-", 0) != 0 || name.size() == 5) return std::nullopt;
@@ -80,31 +93,26 @@ JournalSlot::JournalSlot(const fs::path& dir, std::string_view content) {
       throw Error(Exit::environment, fmt::format("the journal {} has {} slots in use", dir.string(), kMaxSlots),
                   "entries left there are committed by the next step or run; remove the folder if none is wanted");
     fs::path file = dir / fmt::format("slot-{}", n);
-    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
+    m_fd.reset(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (m_fd.get() < 0)
+      throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
     // Held by a live process, or holding an entry that a process which died left (the next
     // for_each_journal_entry commits it): not free.
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || journal_entry_of(read_fd(fd))) {
-      ::close(fd);
-      continue;
+    if (::flock(m_fd.get(), LOCK_EX | LOCK_NB) == 0 && !entry_in(m_fd.get())) {
+      m_file = std::move(file);
+      break;
     }
-    m_file = std::move(file);
-    m_fd = fd;
-    break;
   }
   std::string bytes = fmt::format("{}{} {}\n", kMagic, content.size(), sha256_hex(content));
   bytes += content;
   // A slot too small for the entry grows by whole grains of zeros, written now, so that later
   // entries overwrite blocks the file already has.
   struct stat st {};
-  if (::fstat(m_fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes.size())
+  if (::fstat(m_fd.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes.size())
     bytes.resize((bytes.size() + kGrain - 1) / kGrain * kGrain, '\0');
-  if (int err = write_all_at(m_fd, bytes, 0); err != 0) {
-    ::close(m_fd);
-    m_fd = -1;
+  if (int err = write_all_at(m_fd.get(), bytes, 0); err != 0)
     throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", m_file.string(), std::strerror(err)));
-  }
-  auto sync = [this] { m_sync_errno = ::fdatasync(m_fd) != 0 ? errno : 0; };
+  auto sync = [this] { m_sync_errno = ::fdatasync(m_fd.get()) != 0 ? errno : 0; };
   try {
     m_sync = std::thread(sync);
   } catch (const std::system_error&) {
@@ -119,13 +127,10 @@ int JournalSlot::wait() {
 
 void JournalSlot::clear() {
   wait();
-  if (m_fd >= 0) (void)write_all_at(m_fd, std::string_view("\0", 1), 0);
+  free_slot(m_fd.get());
 }
 
-JournalSlot::~JournalSlot() {
-  wait();
-  if (m_fd >= 0) ::close(m_fd);  // and with it the lock
-}
+JournalSlot::~JournalSlot() { wait(); }  // then m_fd closes, and with it the lock
 
 void for_each_journal_entry(const fs::path& dir, const std::function<bool(const fs::path&, const std::string&)>& fn) {
   std::error_code ec;
@@ -141,8 +146,8 @@ void for_each_journal_entry(const fs::path& dir, const std::function<bool(const 
   for (const auto& [n, file] : slots) {
     UniqueFd f(::open(file.c_str(), O_RDWR | O_CLOEXEC));
     if (f.get() < 0 || ::flock(f.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its process is alive and committing it
-    auto entry = journal_entry_of(read_fd(f.get()));
-    if (entry && fn(file, *entry)) (void)write_all_at(f.get(), std::string_view("\0", 1), 0);
+    auto entry = entry_in(f.get());
+    if (entry && fn(file, *entry)) free_slot(f.get());
   }
   // Earlier versions wrote "<id>.json.tmp", fsynced it and renamed it to "<id>.json".
   for (const auto& file : legacy) {

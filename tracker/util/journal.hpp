@@ -18,6 +18,8 @@
 #include <string_view>
 #include <thread>
 
+#include "util/files.hpp"
+
 namespace abtrack::util {
 
 class JournalSlot {
@@ -39,7 +41,7 @@ class JournalSlot {
 
  private:
   std::filesystem::path m_file;
-  int m_fd = -1;
+  UniqueFd m_fd;  // declared before m_sync: the sync thread is joined before the slot closes
   int m_sync_errno = 0;
   std::thread m_sync;
 };
