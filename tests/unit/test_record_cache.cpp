@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -32,6 +33,13 @@ record::Record sample_record(int run) {
   r.code.dirty = true;
   r.code.snapshot = std::string(40, 'b');
   return r;
+}
+// A 40-digit blob id: the same 16 leading digits for every i below 2^16 (as ids that collide in
+// the cache table's hash would), then i.
+std::string fmt_oid(int i) {
+  char buf[41];
+  std::snprintf(buf, sizeof buf, "%016x%024x", 0xabcdefu, static_cast<unsigned>(i));
+  return std::string(buf, 40);
 }
 }  // namespace
 
@@ -249,5 +257,30 @@ TEST_CASE("a cache file of format 4 is another format: removed, and the records 
   }
   record::RecordCache again(file);
   CHECK(again.get("oid1")->run == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("thousands of records: every one found after the table grows, a later frame of a blob wins, others miss") {
+  fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-many";
+  fs::remove_all(dir);
+  fs::path file = dir / "occ.records";
+  // Ids that share their first 16 hex digits (the table's hash) probe past each other.
+  auto oid = [](int i) { return fmt_oid(i); };
+  {
+    record::RecordCache c(file);
+    for (int i = 1; i <= 5000; ++i) c.insert(oid(i), sample_record(i));
+    c.insert(oid(7), sample_record(70000));  // the same blob again: the later frame wins
+    for (int i = 1; i <= 5000; ++i) REQUIRE(c.header(oid(i)));
+    CHECK(c.get(oid(7))->run == 70000);
+    CHECK_FALSE(c.get(oid(5001)));
+    CHECK_FALSE(c.get(""));
+    c.save();
+  }
+  record::RecordCache reopened(file);
+  int found = 0;
+  for (int i = 1; i <= 5000; ++i) found += reopened.header(oid(i)) && reopened.header(oid(i))->run == (i == 7 ? 70000 : i);
+  CHECK(found == 5000);
+  CHECK_FALSE(reopened.header(oid(0)));
+  CHECK_FALSE(reopened.header(oid(5001)));
   fs::remove_all(dir);
 }

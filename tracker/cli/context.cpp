@@ -43,7 +43,7 @@ void sort_by_run(std::vector<T>& items, const RunOf& run_of) {
 }
 
 // The record of blob `oid` in full: from the cache, else parsed (and cached).
-record::Record full_record(const Context& ctx, const gitstore::TreeView& tree, const std::string& oid, const std::string& path) {
+record::Record full_record(const Context& ctx, const gitstore::TreeView& tree, std::string_view oid, const std::string& path) {
   record::Record r;
   if (ctx.cache->get(oid, record::Part::all, r)) return r;
   r = record::parse_record(tree.read_blob(oid), path);
@@ -62,9 +62,9 @@ std::vector<record::Record> load_records(const Context& ctx, const gitstore::Tre
   out.reserve(entries.size() + 1);
   for (auto& e : entries) {
     if (!record::run_number_of(e.name)) continue;
-    if (!ctx.cache->get(e.oid, part, out.emplace_back())) {
-      out.back() = record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name);
-      ctx.cache->insert(e.oid, out.back());
+    if (!ctx.cache->get(e.oid(), part, out.emplace_back())) {
+      out.back() = record::parse_record(tree.read_blob(e.oid()), dir + "/" + e.name);
+      ctx.cache->insert(e.oid(), out.back());
     }
   }
   ctx.cache->save();
@@ -84,10 +84,10 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
     auto number = record::run_number_of(e.name);
     if (!number) continue;
     out.last_run = std::max(out.last_run, *number);
-    auto h = ctx.cache->header(e.oid);
+    auto h = ctx.cache->header(e.oid());
     if (!h) {
-      ctx.cache->insert(e.oid, record::parse_record(tree.read_blob(e.oid), dir + "/" + e.name));
-      h = ctx.cache->header(e.oid);
+      ctx.cache->insert(e.oid(), record::parse_record(tree.read_blob(e.oid()), dir + "/" + e.name));
+      h = ctx.cache->header(e.oid());
       if (!h) throw Error(Exit::environment, fmt::format("cannot cache the record {}/{}", dir, e.name));
     }
     listed.emplace_back(*h, &e);
@@ -105,7 +105,7 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
   auto full = doc::records_read_in_full(ctx.plan, headers);
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const gitstore::Entry& file = *listed[i].second;
-    if (full[i]) out.records.push_back(full_record(ctx, tree, file.oid, dir + "/" + file.name));
+    if (full[i]) out.records.push_back(full_record(ctx, tree, file.oid(), dir + "/" + file.name));
     else if (headers[i].experiment == ctx.plan.experiment) ++out.runs_left_out;
   }
   // Room for the run the step appends.

@@ -312,11 +312,13 @@ std::vector<Entry> TreeView::list(const std::string& dir) const {
     unsigned m = 0;
     for (char c : mode) m = m * 8 + static_cast<unsigned>(c - '0');  // octal digits (for_each checked them)
     if (m == GIT_FILEMODE_TREE || m == GIT_FILEMODE_COMMIT) return;  // folders and submodules: no files
-    char buf[GIT_OID_HEXSZ + 1];
-    git_oid oid;
-    std::memcpy(oid.id, id, GIT_OID_RAWSZ);
-    git_oid_tostr(buf, sizeof buf, &oid);
-    out.push_back(Entry{std::string(name), std::string(buf, GIT_OID_HEXSZ)});
+    Entry& e = out.emplace_back();
+    e.name = name;
+    static constexpr char kDigits[] = "0123456789abcdef";
+    for (int i = 0; i < GIT_OID_RAWSZ; ++i) {
+      e.oid_hex[2 * i] = kDigits[id[i] >> 4];
+      e.oid_hex[2 * i + 1] = kDigits[id[i] & 15];
+    }
   });
   if (!ok) throw Error(Exit::environment, fmt::format("reading {}: its tree object is malformed", dir));
   return out;
@@ -351,10 +353,10 @@ std::optional<std::string> TreeView::read(const std::string& path) const {
   return read_blob(hex(*git_tree_entry_id(e.get())));
 }
 
-std::string TreeView::read_blob(const std::string& oid_hex) const {
-  git_oid oid = parse_oid(oid_hex);
+std::string TreeView::read_blob(std::string_view oid_hex) const {
+  git_oid oid = parse_oid(std::string(oid_hex));
   Blob b;
-  check_git(git_blob_lookup(b.out(), m_repo, &oid), "reading blob " + oid_hex);
+  check_git(git_blob_lookup(b.out(), m_repo, &oid), "reading blob " + std::string(oid_hex));
   return std::string(static_cast<const char*>(git_blob_rawcontent(b.get())),
                      static_cast<std::size_t>(git_blob_rawsize(b.get())));
 }

@@ -20,10 +20,12 @@ struct git_odb_object;
 
 namespace abtrack::gitstore {
 
-// A file in a folder of a tree.
+// A file in a folder of a tree. The id is kept inline (no allocation: a step lists a folder of
+// thousands of records).
 struct Entry {
-  std::string name;  // file name within the folder
-  std::string oid;   // blob id, 40 hex digits
+  std::string name;                  // file name within the folder
+  std::array<char, 40> oid_hex{};    // blob id, 40 hex digits
+  std::string_view oid() const { return {oid_hex.data(), oid_hex.size()}; }
 };
 
 // Read access to the tree of one commit (or to nothing, on an unborn branch).
@@ -38,7 +40,7 @@ class TreeView {
   // The content of the file at `path`, nullopt when absent.
   std::optional<std::string> read(const std::string& path) const;
   // The content of a blob. Throws Error(environment).
-  std::string read_blob(const std::string& oid) const;
+  std::string read_blob(std::string_view oid) const;
   // The tree object of the folder `dir` as git stores it (raw_tree.hpp reads it), or nullopt when
   // there is no such folder. Read once per view: list() and the commit built on this view share it.
   std::optional<std::string_view> folder_bytes(const std::string& dir) const;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -84,7 +85,7 @@ std::uint32_t checksum(std::string_view s) {
 
 }  // namespace
 
-std::string encode_frame(const std::string& oid, const Record& r) {
+std::string encode_frame(std::string_view oid, const Record& r) {
   Writer h;
   h.str(r.experiment);
   h.pod<std::int32_t>(r.run);
@@ -275,7 +276,9 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
   }
   // Only the frames' lengths and ids are read here: a history of thousands of runs is indexed
   // in microseconds, and each record is decoded once, straight into the caller's vector.
-  m_frames.reserve(m_map_size / 256);
+  std::size_t slots = 64;
+  while (slots < m_map_size / 128) slots *= 2;  // frames are ~400 bytes: a quarter full
+  m_slots.resize(slots);
   std::size_t pos = kMagic.size();
   while (pos + 8 <= data.size()) {
     std::uint32_t len;
@@ -284,7 +287,7 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
     auto payload = data.substr(pos + 8, len);
     auto oid = frame_oid(payload);
     if (!oid) break;
-    m_frames.insert_or_assign(*oid, Span{payload.data(), payload.size()});
+    put(*oid, Span{payload.data(), payload.size()});
     pos += 8 + len;
   }
   // A torn tail (killed mid-append) would hide every later frame: the good frames are written
@@ -301,16 +304,16 @@ RecordCache::~RecordCache() {
   if (m_map) ::munmap(const_cast<char*>(m_map), m_map_size);
 }
 
-std::optional<Record> RecordCache::get(const std::string& oid, Part part) const {
+std::optional<Record> RecordCache::get(std::string_view oid, Part part) const {
   Record r;
   if (!get(oid, part, r)) return std::nullopt;
   return r;
 }
 
-bool RecordCache::get(const std::string& oid, Part part, Record& into) const {
-  auto it = m_frames.find(oid);
-  if (it == m_frames.end()) return false;
-  std::string_view payload(it->second.data, it->second.size);
+bool RecordCache::get(std::string_view oid, Part part, Record& into) const {
+  const Slot* slot = find(oid);
+  if (!slot) return false;
+  std::string_view payload(slot->frame.data, slot->frame.size);
   std::uint32_t sum;
   std::memcpy(&sum, payload.data() - 4, 4);
   // The header has its own checksum (checked by decode_frame): a header read hashes ~100 bytes,
@@ -324,21 +327,68 @@ bool RecordCache::get(const std::string& oid, Part part, Record& into) const {
   return false;
 }
 
-std::optional<HeaderView> RecordCache::header(const std::string& oid) const {
-  auto it = m_frames.find(oid);
-  if (it == m_frames.end()) return std::nullopt;
+std::optional<HeaderView> RecordCache::header(std::string_view oid) const {
+  const Slot* slot = find(oid);
+  if (!slot) return std::nullopt;
   HeaderView h;
   try {
-    if (decode_header(std::string_view(it->second.data, it->second.size), h) == oid) return h;
+    if (decode_header(std::string_view(slot->frame.data, slot->frame.size), h) == oid) return h;
   } catch (const std::exception&) {
   }
   return std::nullopt;
 }
 
-void RecordCache::insert(const std::string& oid, const Record& r) {
+void RecordCache::insert(std::string_view oid, const Record& r) {
   const std::string& frame = m_added.emplace_back(encode_frame(oid, r));
   std::string_view payload = std::string_view(frame).substr(8);
-  m_frames.insert_or_assign(*frame_oid(payload), Span{payload.data(), payload.size()});
+  put(*frame_oid(payload), Span{payload.data(), payload.size()});
+}
+
+namespace {
+
+// Where an id's probe starts: up to 16 of its bytes (hex digits, ~64 bits of entropy) mixed.
+std::size_t slot_hash(std::string_view oid) {
+  std::uint64_t a = 0, b = 0;
+  std::memcpy(&a, oid.data(), std::min<std::size_t>(8, oid.size()));
+  if (oid.size() > 8) std::memcpy(&b, oid.data() + 8, std::min<std::size_t>(8, oid.size() - 8));
+  std::uint64_t h = (a ^ (b * 0xff51afd7ed558ccdull) ^ oid.size()) * 0x9e3779b97f4a7c15ull;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+}  // namespace
+
+const RecordCache::Slot* RecordCache::find(std::string_view oid) const {
+  if (m_slots.empty() || oid.empty()) return nullptr;
+  std::size_t mask = m_slots.size() - 1;
+  for (std::size_t i = slot_hash(oid) & mask;; i = (i + 1) & mask) {
+    const Slot& s = m_slots[i];
+    if (s.oid.empty()) return nullptr;
+    if (s.oid == oid) return &s;
+  }
+}
+
+void RecordCache::put(std::string_view oid, Span frame) {
+  if (oid.empty()) return;  // never a blob id; an empty key marks a free slot
+  if (m_slots.empty() || 2 * (m_used + 1) > m_slots.size()) {
+    std::vector<Slot> old(std::max<std::size_t>(64, 2 * m_slots.size()));
+    old.swap(m_slots);
+    m_used = 0;
+    for (const Slot& s : old)
+      if (!s.oid.empty()) put(s.oid, s.frame);
+  }
+  std::size_t mask = m_slots.size() - 1;
+  for (std::size_t i = slot_hash(oid) & mask;; i = (i + 1) & mask) {
+    Slot& s = m_slots[i];
+    if (s.oid.empty()) {
+      s = Slot{oid, frame};
+      ++m_used;
+      return;
+    }
+    if (s.oid == oid) {  // a later frame of the same blob replaces the earlier one
+      s.frame = frame;
+      return;
+    }
+  }
 }
 
 void RecordCache::save() noexcept {

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "record/record.hpp"
@@ -51,16 +50,16 @@ class RecordCache {
   // The record of blob `oid`, decoded from its frame (only the header for Part::header: the
   // other fields stay empty); nullopt when not cached (or when its frame is corrupt: the caller
   // parses the record again and inserts it).
-  std::optional<Record> get(const std::string& oid, Part part = Part::all) const;
+  std::optional<Record> get(std::string_view oid, Part part = Part::all) const;
   // The same, decoded into `into` (a default-constructed record: a step decodes a thousand
   // headers straight into its vector, without moving each 1.2 KB record twice); false, with
   // `into` reset, when not cached or corrupt.
-  bool get(const std::string& oid, Part part, Record& into) const;
+  bool get(std::string_view oid, Part part, Record& into) const;
   // The header of blob `oid` as views into its frame (valid while this cache lives), nullopt
   // when not cached or when the header is corrupt.
-  std::optional<HeaderView> header(const std::string& oid) const;
+  std::optional<HeaderView> header(std::string_view oid) const;
   // Adds a parsed record (appended to the file on save()).
-  void insert(const std::string& oid, const Record& r);
+  void insert(std::string_view oid, const Record& r);
   // Appends what was added, in one write. Failing to write only costs speed: never throws.
   void save() noexcept;
 
@@ -74,13 +73,24 @@ class RecordCache {
   std::size_t m_map_size = 0;
   std::deque<std::string> m_added;  // frames added since (a deque: their bytes never move)
   std::size_t m_saved = 0;          // how many of m_added are in the file
-  std::unordered_map<std::string_view, Span> m_frames;  // blob id (viewed in its frame) -> latest frame
+  // Blob id (viewed in its frame) -> latest frame: an open-addressing table (linear probing,
+  // power-of-two size, at most half full) instead of a std::unordered_map's node allocation
+  // per frame and 40-byte hash per lookup; blob ids are uniformly random, so 16 of their hex
+  // digits are hash enough.
+  struct Slot {
+    std::string_view oid;  // empty: a free slot
+    Span frame{};
+  };
+  std::vector<Slot> m_slots;
+  std::size_t m_used = 0;
+  const Slot* find(std::string_view oid) const;
+  void put(std::string_view oid, Span frame);
 };
 
 // The fields a document, status and comparisons use, as one binary frame, and back (the
 // header alone for Part::header: its own checksum lets it be read without the rest).
 // decode_frame throws std::runtime_error on malformed input.
-std::string encode_frame(const std::string& oid, const Record& r);
+std::string encode_frame(std::string_view oid, const Record& r);
 std::pair<std::string, Record> decode_frame(std::string_view payload, Part part = Part::all);
 // The same into `r` (default-constructed); returns the blob id, a view into `payload`.
 std::string_view decode_frame(std::string_view payload, Record& r, Part part = Part::all);
