@@ -74,6 +74,49 @@ expect_eq "$(git show :racy.txt)" "aaaa" "the staged content is what was added"
 git rm -q -f --cached racy.txt && rm -f racy.txt
 expect_clean
 
+step "the status walk reads the index without the records, and still sees a racily clean edit"
+# With records in runs/, abtrack's status walk reads a copy of the index without them (libgit2
+# would parse every record's entry: docs/PERFORMANCE.md §2.13). The copy has the index file's
+# modification time, so an entry that is racily clean (its file changed in the index's own
+# second, at the same size) has its content looked at again, as git does: the edit is seen.
+git config core.trustctime false  # the inode, size and modification time below are the whole stat data
+racy_edit() {  # racy_edit FILE: another first byte, the same size, inode and modification time
+  python3 - "$1" <<'PY'
+import os, sys
+p = sys.argv[1]
+st = os.stat(p)
+with open(p, "r+b") as f:
+    first = f.read(1)
+    f.seek(0)
+    f.write(b"X" if first != b"X" else b"Y")
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+PY
+}
+T=1700000000
+touch -d @$T AB.md src/main.cpp && git update-index --refresh >/dev/null  # the entries record second T
+touch -d @$T .git/index  # and the index was written in it: both entries are racily clean
+racy_edit AB.md
+expect_eq "$(git --no-optional-locks status --porcelain -- AB.md)" " M AB.md" "git sees the same-second edit (set-up)"
+cp AB.md "$WORK/racy.doc"
+H=$(git rev-parse HEAD)
+export ABTRACK_TRACE=1
+expect_rc 3 ab step --cell v=c
+unset ABTRACK_TRACE
+expect_contains "$ERR" "status index without the records"
+expect_match "$ERR" "abtrack: error: uncommitted changes in AB\.md" "the step refuses the edited document"
+expect_eq "$(git rev-parse HEAD)" "$H" "nothing committed"
+expect_file_eq "$WORK/racy.doc" AB.md "the edit is intact"
+git checkout -q -- AB.md
+touch -d @$T AB.md && git update-index --refresh >/dev/null && touch -d @$T .git/index
+racy_edit src/main.cpp
+expect_eq "$(git --no-optional-locks status --porcelain)" " M src/main.cpp" "git sees the same-second edit of a source (set-up)"
+expect_rc 0 ab step --cell v=c
+expect_eq "$(json runs/idx/0004.json 'd["code"]["dirty"]')" true "the record says the code was dirty"
+expect_match "$(json runs/idx/0004.json 'd["code"]["snapshot"]')" '^[0-9a-f]{40}$' "and names a snapshot"
+git checkout -q -- src/main.cpp
+git config --unset core.trustctime
+expect_clean
+
 step "index version 4 (compressed paths): libgit2 writes it"
 git update-index --index-version 4
 expect_eq "$(index_version)" 4 "the index is version 4"

@@ -242,3 +242,85 @@ TEST_CASE("file checksum: SHA-1") {
   CHECK(hex(file_checksum("")) == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
   CHECK(hex(file_checksum("abc")) == "a9993e364706816aba3e25717850c26c9cd0d89d");
 }
+
+TEST_CASE("raw index without a folder: git reads every other entry exactly as in the index, and nothing under it") {
+  IndexRepo r;
+  // A staged change, an entry with a flag (skip-worktree: version 3) and a racily clean entry
+  // smudged by git (size 0), all outside runs/, and a conflict: each must survive byte for byte.
+  util::write_file_atomic(r.dir / "src/main.cpp", "staged\n", util::Durability::ordinary);
+  REQUIRE(r.git("add src/main.cpp"));
+  REQUIRE(r.git("update-index --skip-worktree z.txt"));
+  const std::string before = r.bytes();
+  CHECK(raw_index_entries_under(before, {"runs"}) == 4);
+  CHECK(raw_index_entries_under(before, {"runs", "src"}) == 6);
+  CHECK(raw_index_entries_under(before, {"run"}) == 0);
+  // A folder whose name other entries start with: runs/exp/ only, not runs/exp.txt or runs/exp-b.txt.
+  REQUIRE(raw_index_entries_under(before, {"runs/exp"}) == 2);
+
+  auto copy = raw_index_without(before, {"runs/exp"});
+  REQUIRE(copy);
+  CHECK(copy->find("TREE") == std::string::npos);  // extensions dropped
+  const fs::path file = r.dir.string() + ".copy-index";
+  util::write_file_atomic(file, *copy, util::Durability::ordinary);
+  // git checks the trailer and the entries; --debug prints every entry's stat data and flags.
+  setenv("GIT_INDEX_FILE", file.c_str(), 1);
+  std::string ours = r.capture("ls-files --stage --debug");
+  std::string ours_flags = r.capture("ls-files -v");
+  unsetenv("GIT_INDEX_FILE");
+  std::string all = r.capture("ls-files --stage --debug");
+  // The real listing without the entries under runs/ (each entry is its line and four or five
+  // indented lines of stat data).
+  std::string expected;
+  bool keep = true;
+  for (std::size_t at = 0; at < all.size();) {
+    std::size_t nl = all.find('\n', at);
+    if (nl == std::string::npos) nl = all.size();
+    std::string line = all.substr(at, nl - at);
+    if (!line.starts_with("  ")) keep = line.find("\truns/exp/") == std::string::npos;
+    if (keep) expected += line + "\n";
+    at = nl + 1;
+  }
+  while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+  CHECK(ours == expected);
+  CHECK(ours.find("runs/exp.txt") != std::string::npos);
+  CHECK(ours.find("runs/exp-b.txt") != std::string::npos);
+  CHECK(ours.find("runs/exp/") == std::string::npos);
+  CHECK(ours_flags.find("S z.txt") != std::string::npos);
+  fs::remove(file);
+
+  SUBCASE("with the checksum trusted, the same bytes") {
+    CHECK(raw_index_without(before, {"runs/exp"}, IndexChecksum::trusted) == copy);
+  }
+  SUBCASE("what it leaves to libgit2") {
+    std::string bad = before;
+    bad[20] ^= 1;
+    CHECK_FALSE(raw_index_without(bad, {"runs"}));
+    CHECK_FALSE(raw_index_handled(bad));
+    CHECK(raw_index_handled(before));
+    REQUIRE(r.git("update-index --index-version 4"));
+    CHECK_FALSE(raw_index_without(r.bytes(), {"runs"}));
+    CHECK_FALSE(raw_index_handled(r.bytes()));
+    CHECK(raw_index_entries_under(r.bytes(), {"runs"}) == 0);
+    REQUIRE(r.git("update-index --index-version 2"));
+    REQUIRE(r.git("update-index --split-index"));
+    REQUIRE(r.bytes().find("link") != std::string::npos);
+    CHECK_FALSE(raw_index_without(r.bytes(), {"runs"}));
+    CHECK_FALSE(raw_index_handled(r.bytes()));
+  }
+  SUBCASE("resolve-undo data (REUC), which libgit2's status reads") {
+    REQUIRE(r.git("commit -qm staged"));
+    REQUIRE(r.git("checkout -qb other"));
+    util::write_file_atomic(r.dir / "A.md", "other\n", util::Durability::ordinary);
+    REQUIRE(r.git("commit -qam other"));
+    REQUIRE(r.git("checkout -q -"));
+    util::write_file_atomic(r.dir / "A.md", "mine\n", util::Durability::ordinary);
+    REQUIRE(r.git("commit -qam mine"));
+    CHECK_FALSE(r.git("merge -q other >/dev/null 2>&1"));
+    auto conflicted = raw_index_without(r.bytes(), {"runs"});
+    REQUIRE(conflicted);  // conflict stages are entries: kept
+    util::write_file_atomic(r.dir / "A.md", "resolved\n", util::Durability::ordinary);
+    REQUIRE(r.git("add A.md"));
+    REQUIRE(r.bytes().find("REUC") != std::string::npos);
+    CHECK_FALSE(raw_index_without(r.bytes(), {"runs"}));
+  }
+}

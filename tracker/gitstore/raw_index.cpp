@@ -176,14 +176,112 @@ std::array<std::uint8_t, 20> file_checksum(std::string_view data) {
   return out;
 }
 
+namespace {
+
+// The version of `raw` when it is a version 2 or 3 index ("DIRC"), else 0.
+std::uint32_t handled_version(std::string_view raw) {
+  if (raw.size() < kHeaderBytes + kIdBytes || raw.substr(0, 4) != "DIRC") return 0;
+  const std::uint32_t version = be32(raw, 4);
+  return version == 2 || version == 3 ? version : 0;  // 4 compresses paths; others are unknown
+}
+
+// Whether the trailer of `raw` is the SHA-1 of the rest: not torn, not corrupt, not written with
+// index.skipHash (a zero trailer).
+bool checksum_matches(std::string_view raw) {
+  const std::size_t body = raw.size() - kIdBytes;
+  const auto sum = file_checksum(raw.substr(0, body));
+  return std::memcmp(sum.data(), raw.data() + body, kIdBytes) == 0;
+}
+
+bool under_any(std::string_view path, const std::vector<std::string>& folders) {
+  for (const auto& f : folders)
+    if (path.size() > f.size() && path.starts_with(f) && path[f.size()] == '/') return true;
+  return false;
+}
+
+void set_count(std::string& out, std::uint32_t n) {
+  out[8] = static_cast<char>(n >> 24);
+  out[9] = static_cast<char>(n >> 16);
+  out[10] = static_cast<char>(n >> 8);
+  out[11] = static_cast<char>(n);
+}
+
+}  // namespace
+
+std::size_t raw_index_entries_under(std::string_view raw, const std::vector<std::string>& folders) {
+  const std::uint32_t version = handled_version(raw);
+  if (version == 0) return 0;
+  const std::size_t body = raw.size() - kIdBytes;
+  std::size_t under = 0, pos = kHeaderBytes;
+  for (std::uint32_t i = 0, count = be32(raw, 8); i < count; ++i) {
+    auto e = entry_at(raw, pos, body, version);
+    if (!e) return 0;
+    under += under_any(e->path, folders);
+    pos = e->end;
+  }
+  return under;
+}
+
+namespace {
+
+// raw_index_without's work: the copy goes to `out` when it is not null (only the checks when it
+// is); false when raw_index_without would return nullopt.
+bool copy_index_without(std::string_view raw, const std::vector<std::string>& folders, IndexChecksum checksum, std::string* out) {
+  const std::uint32_t version = handled_version(raw);
+  if (version == 0 || (checksum == IndexChecksum::check && !checksum_matches(raw))) return false;
+  const std::size_t body = raw.size() - kIdBytes;
+  if (out) {
+    out->reserve(raw.size());
+    out->append(raw.substr(0, 8));
+    put32(*out, 0);  // the entry count, set below
+  }
+  std::uint32_t written = 0;
+  std::size_t pos = kHeaderBytes;
+  std::string_view previous;
+  for (std::uint32_t i = 0, count = be32(raw, 8); i < count; ++i) {
+    auto e = entry_at(raw, pos, body, version);
+    if (!e || (i > 0 && e->path < previous)) return false;
+    previous = e->path;
+    pos = e->end;
+    if (!out || under_any(e->path, folders)) continue;
+    out->append(raw.substr(e->begin, e->end - e->begin));
+    ++written;
+  }
+  // Extensions: all dropped (a cache tree, an untracked cache, fsmonitor data: what a status
+  // walk does without); what libgit2's status reads, or must not ignore, is left to libgit2.
+  while (pos < body) {
+    if (body - pos < 8) return false;
+    const std::string_view sig = raw.substr(pos, 4);
+    const std::uint32_t size = be32(raw, pos + 4);
+    if (body - pos - 8 < size) return false;
+    pos += 8 + size;
+    if (sig[0] < 'A' || sig[0] > 'Z' || sig == "REUC" || sig == "NAME") return false;
+  }
+  if (pos != body) return false;
+  if (out) {
+    set_count(*out, written);
+    const auto trailer = file_checksum(*out);
+    out->append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> raw_index_without(std::string_view raw, const std::vector<std::string>& folders,
+                                             IndexChecksum checksum) {
+  std::string out;
+  if (!copy_index_without(raw, folders, checksum, &out)) return std::nullopt;
+  return out;
+}
+
+bool raw_index_handled(std::string_view raw) { return copy_index_without(raw, {}, IndexChecksum::check, nullptr); }
+
 std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTime old_mtime,
                                                   std::vector<RawIndexEntry> entries, const StillClean& still_clean) {
-  if (old.size() < kHeaderBytes + kIdBytes || old.substr(0, 4) != "DIRC") return std::nullopt;
-  const std::uint32_t version = be32(old, 4);
-  if (version != 2 && version != 3) return std::nullopt;  // 4 compresses paths; others are unknown
+  const std::uint32_t version = handled_version(old);
+  if (version == 0 || !checksum_matches(old)) return std::nullopt;
   const std::size_t body = old.size() - kIdBytes;
-  const auto sum = file_checksum(old.substr(0, body));
-  if (std::memcmp(sum.data(), old.data() + body, kIdBytes) != 0) return std::nullopt;  // torn, corrupt, or index.skipHash
 
   for (const auto& e : entries)
     if (!plain_path(e.path)) return std::nullopt;
@@ -262,11 +360,7 @@ std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTim
   }
   if (pos != body) return std::nullopt;
 
-  const std::uint32_t n = written;
-  out[8] = static_cast<char>(n >> 24);
-  out[9] = static_cast<char>(n >> 16);
-  out[10] = static_cast<char>(n >> 8);
-  out[11] = static_cast<char>(n);
+  set_count(out, written);
   const auto trailer = file_checksum(out);
   out.append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
   return out;

@@ -1,6 +1,7 @@
 #include "gitstore/repository.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -374,8 +375,12 @@ Repository::Repository(git_repository* repo) : m_repo(repo) {
   while (wd.size() > 1 && wd.back() == '/') wd.pop_back();
   m_workdir = wd;
 }
-Repository::Repository(Repository&& o) noexcept : m_repo(o.m_repo), m_workdir(std::move(o.m_workdir)) { o.m_repo = nullptr; }
+Repository::Repository(Repository&& o) noexcept
+    : m_index(std::move(o.m_index)), m_repo(o.m_repo), m_workdir(std::move(o.m_workdir)) {
+  o.m_repo = nullptr;
+}
 Repository& Repository::operator=(Repository&& o) noexcept {
+  std::swap(m_index, o.m_index);
   std::swap(m_repo, o.m_repo);
   std::swap(m_workdir, o.m_workdir);
   return *this;
@@ -428,20 +433,52 @@ Repository Repository::discover(const fs::path& start) {
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
   freeze_config(repo);
-  // A split index (git update-index --split-index, core.splitIndex) has the mandatory 'link'
-  // extension, which libgit2 1.5 cannot read: say so now, not as a status error later.
+  // The index, checked from its bytes: when abtrack's reader handles it (versions 2 and 3, no
+  // mandatory extension) it is no split index and libgit2 reads it only when a command needs
+  // all of it (docs/PERFORMANCE.md §2.13); a missing one is an empty index. Otherwise libgit2
+  // reads it here, so that a split index (git update-index --split-index, core.splitIndex: the
+  // mandatory 'link' extension, which libgit2 1.5 cannot read) is refused before anything runs,
+  // not as a status error later, and an unreadable one is reported.
+  Repository out(repo);
+  if (out.refresh_index_bytes() >= 0) return out;
   git_index* index = nullptr;
   if (git_repository_index(&index, repo) < 0) {
     std::string why = last_git_message();
     std::string where = (fs::path(git_repository_path(repo)) / "index").string();
-    git_repository_free(repo);
     if (why.find("'link'") != std::string::npos)
       throw Error(Exit::environment, fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read", where),
                   "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
     throw Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why));
   }
   git_index_free(index);
-  return Repository(repo);
+  return out;
+}
+
+int Repository::refresh_index_bytes() const {
+  const fs::path path = fs::path(git_repository_path(m_repo)) / "index";
+  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    int err = errno;
+    m_index = IndexBytes{};
+    return err == ENOENT ? 0 : -1;
+  }
+  const std::array<std::int64_t, 7> key{static_cast<std::int64_t>(st.st_dev), static_cast<std::int64_t>(st.st_ino),
+                                        static_cast<std::int64_t>(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                                        st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+  if (!m_index.bytes.empty() && m_index.key == key) return 1;
+  m_index = IndexBytes{};
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  for (std::size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    done += static_cast<std::size_t>(n);
+  }
+  if (!raw_index_handled(bytes)) return -1;
+  m_index.bytes = std::move(bytes);
+  m_index.key = key;
+  return 1;
 }
 
 std::optional<std::string> Repository::head() const {
@@ -540,11 +577,62 @@ void Repository::walk_status(const std::vector<std::string>& paths,
   check_git(rc, "reading the work tree status");
 }
 
+std::shared_ptr<void> Repository::status_index_without(const std::vector<std::string>& leave_out) const {
+  if (leave_out.empty() || config_bool(m_repo, "core.ignorecase")) return nullptr;  // libgit2 sorts such an index its own way
+  if (refresh_index_bytes() <= 0) return nullptr;
+  const IndexBytes& now = m_index;
+  // Worth a copy only when it leaves a good part of the index out.
+  std::size_t under = raw_index_entries_under(now.bytes, leave_out);
+  std::size_t entries = now.bytes.size() >= 12 ? (static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[8])) << 24 |
+                                                   static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[9])) << 16 |
+                                                   static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[10])) << 8 |
+                                                   static_cast<unsigned char>(now.bytes[11]))
+                                                : 0;
+  if (under == 0 || 4 * under < entries) return nullptr;
+  auto copy = raw_index_without(now.bytes, leave_out, IndexChecksum::trusted);  // checked when read
+  if (!copy) return nullptr;
+  // In memory, as a file libgit2 can open by name, with the index file's modification time.
+  util::UniqueFd fd(::memfd_create("abtrack-status-index", MFD_CLOEXEC));
+  if (!fd) return nullptr;
+  const timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(now.key[3]), static_cast<long>(now.key[4])}};
+  if (util::write_all(fd.get(), *copy) != 0 || ::futimens(fd.get(), times) != 0) return nullptr;
+  // libgit2 takes a path it cannot open for an empty index: it must be there (/proc mounted),
+  // and what libgit2 read must be every entry written.
+  const std::string path = fmt::format("/proc/self/fd/{}", fd.get());
+  const std::size_t kept = entries - under;
+  git_index* index = nullptr;
+  if (::access(path.c_str(), R_OK) != 0 || git_index_open(&index, path.c_str()) < 0 || git_index_entrycount(index) != kept) {
+    if (index) git_index_free(index);
+    git_error_clear();
+    return nullptr;
+  }
+  git_repository_set_index(m_repo, index);
+  // As libgit2 sets up the repository's own index: core.ignorecase, core.filemode, core.symlinks.
+  int caps = git_index_set_caps(index, GIT_INDEX_CAPABILITY_FROM_OWNER);
+  git_index_free(index);  // the repository holds it
+  auto restore = [repo = m_repo, fd = fd.release()](git_repository*) {
+    git_repository_set_index(repo, nullptr);  // the next user of the index reads the file
+    ::close(fd);
+  };
+  std::shared_ptr<void> guard(m_repo, restore);
+  if (caps < 0) {
+    git_error_clear();
+    return nullptr;  // the guard puts the index back
+  }
+  util::trace("status index without the records");
+  return guard;
+}
+
 Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched,
                                           const std::vector<std::string>& leave_out) const {
   util::FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
   finish_interrupted_sync();
   Scan scan;
+  // The watched paths must be in the index libgit2 reads.
+  bool watched_outside = std::none_of(watched.begin(), watched.end(), [&](const std::string& w) {
+    return std::any_of(leave_out.begin(), leave_out.end(), [&](const std::string& f) { return w.starts_with(f + "/"); });
+  });
+  auto index = watched_outside ? status_index_without(leave_out) : nullptr;
   walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
     if (std::find(watched.begin(), watched.end(), path) != watched.end()) scan.watched.push_back(PathStatus{path, short_status(flags)});
     else scan.other_changes = true;
@@ -555,6 +643,7 @@ Repository::Scan Repository::settled_scan(const std::vector<std::string>& watche
 
 bool Repository::dirty(const std::vector<std::string>& leave_out) const {
   bool any = false;
+  auto index = status_index_without(leave_out);
   walk_status(walk_paths(leave_out, {}), [&](const char*, unsigned) { return any = true; });
   return any;
 }

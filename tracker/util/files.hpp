@@ -25,6 +25,13 @@ class UniqueFd {
   UniqueFd& operator=(const UniqueFd&) = delete;
   ~UniqueFd() { reset(); }
   int get() const { return m_fd; }
+  explicit operator bool() const { return m_fd >= 0; }
+  // Gives the descriptor up (the caller closes it).
+  int release() {
+    int fd = m_fd;
+    m_fd = -1;
+    return fd;
+  }
   void reset(int fd = -1);
 
  private:
