@@ -49,6 +49,16 @@ struct IndexRepo : GitScratch {
     for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<std::uint8_t>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
     return id;
   }
+  // A merge that leaves `path` conflicted (its three stages in the index).
+  void conflict_at(const std::string& path) const {
+    REQUIRE(git("checkout -qb other"));
+    util::write_file_atomic(dir / path, "other\n", util::Durability::ordinary);
+    REQUIRE(git("commit -qam other"));
+    REQUIRE(git("checkout -q -"));
+    util::write_file_atomic(dir / path, "mine\n", util::Durability::ordinary);
+    REQUIRE(git("commit -qam mine"));
+    CHECK_FALSE(git("merge -q other >/dev/null 2>&1"));
+  }
   std::string capture(const std::string& args) const {
     fs::path out = dir.string() + ".out";  // outside the work tree
     REQUIRE(git(args + " >'" + out.string() + "'"));
@@ -208,13 +218,7 @@ TEST_CASE("raw index: what it leaves to libgit2") {
     CHECK(r.capture("ls-files -v z.txt") == "S z.txt");
   }
   SUBCASE("a conflict at the path") {
-    REQUIRE(r.git("checkout -qb other"));
-    util::write_file_atomic(r.dir / "z.txt", "other\n", util::Durability::ordinary);
-    REQUIRE(r.git("commit -qam other"));
-    REQUIRE(r.git("checkout -q -"));
-    util::write_file_atomic(r.dir / "z.txt", "mine\n", util::Durability::ordinary);
-    REQUIRE(r.git("commit -qam mine"));
-    CHECK_FALSE(r.git("merge -q other >/dev/null 2>&1"));
+    r.conflict_at("z.txt");
     RawIndexEntry conflicted = e;
     conflicted.path = "z.txt";
     CHECK_FALSE(raw_index_with_entries(r.bytes(), r.mtime(), {conflicted}, kClean));
@@ -309,13 +313,7 @@ TEST_CASE("raw index without a folder: git reads every other entry exactly as in
   }
   SUBCASE("resolve-undo data (REUC), which libgit2's status reads") {
     REQUIRE(r.git("commit -qm staged"));
-    REQUIRE(r.git("checkout -qb other"));
-    util::write_file_atomic(r.dir / "A.md", "other\n", util::Durability::ordinary);
-    REQUIRE(r.git("commit -qam other"));
-    REQUIRE(r.git("checkout -q -"));
-    util::write_file_atomic(r.dir / "A.md", "mine\n", util::Durability::ordinary);
-    REQUIRE(r.git("commit -qam mine"));
-    CHECK_FALSE(r.git("merge -q other >/dev/null 2>&1"));
+    r.conflict_at("A.md");
     auto conflicted = raw_index_without(r.bytes(), {"runs"});
     REQUIRE(conflicted);  // conflict stages are entries: kept
     util::write_file_atomic(r.dir / "A.md", "resolved\n", util::Durability::ordinary);
