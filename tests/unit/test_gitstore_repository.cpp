@@ -110,20 +110,28 @@ TEST_CASE("whole-file checksums: OpenSSL's SHA-1 gives libgit2's SHA1DC bytes, a
   fs::path dir = fs::temp_directory_path() / fmt::format("abtrack-unit-index-{}", std::random_device{}());
   fs::create_directories(dir);
   std::string q = "'" + dir.string() + "'";
-  REQUIRE(std::system(("git init -q " + q + " && echo x >" + q + "/f && git -C " + q + " add f").c_str()) == 0);
-  const int before = gitstore::fast_file_checksums();
-  gitstore::Repository::discover(dir);  // reads the index: its trailer checked by the wrapper
-  CHECK(gitstore::fast_file_checksums() > before);
-  // One flipped bit in an entry: the trailer no longer matches, and the repository is refused.
+  REQUIRE(std::system(("git init -q " + q + " && echo x >" + q + "/f && mkdir " + q + "/runs && echo r >" + q +
+                       "/runs/r && git -C " + q + " add f runs").c_str()) == 0);
+  {
+    auto repo = gitstore::Repository::discover(dir);
+    const int before = gitstore::fast_file_checksums();
+    CHECK(repo.dirty({}));  // f is staged; libgit2 read the index, its trailer checked by the wrapper
+    CHECK(gitstore::fast_file_checksums() > before);
+  }
+  // One flipped bit in an entry: the trailer no longer matches. Opening reads only the index's
+  // structure; the status walk refuses it, with a copy of the index or without.
   std::string index = util::read_file(dir / ".git/index");
   index[20] = static_cast<char>(index[20] ^ 1);
   util::write_file_atomic(dir / ".git/index", index, util::Durability::ordinary);
-  try {
-    gitstore::Repository::discover(dir);
-    FAIL("a corrupt index was read");
-  } catch (const Error& e) {
-    CHECK(e.diagnostics().front().message.find("cannot read the index") != std::string::npos);
-    CHECK(e.diagnostics().front().message.find("checksum") != std::string::npos);
+  auto repo = gitstore::Repository::discover(dir);
+  for (const std::vector<std::string>& leave_out : {std::vector<std::string>{}, std::vector<std::string>{"runs"}}) {
+    try {
+      (void)repo.dirty(leave_out);
+      FAIL("a corrupt index was read");
+    } catch (const Error& e) {
+      CHECK(e.diagnostics().front().message.find("index") != std::string::npos);
+      CHECK(e.diagnostics().front().message.find("checksum") != std::string::npos);
+    }
   }
   fs::remove_all(dir);
 }

@@ -208,18 +208,20 @@ void set_count(std::string& out, std::uint32_t n) {
 
 }  // namespace
 
-std::size_t raw_index_entries_under(std::string_view raw, const std::vector<std::string>& folders) {
+IndexCounts raw_index_counts(std::string_view raw, const std::vector<std::string>& folders) {
   const std::uint32_t version = handled_version(raw);
-  if (version == 0) return 0;
+  if (version == 0) return {};
   const std::size_t body = raw.size() - kIdBytes;
-  std::size_t under = 0, pos = kHeaderBytes;
+  IndexCounts counts;
+  std::size_t pos = kHeaderBytes;
   for (std::uint32_t i = 0, count = be32(raw, 8); i < count; ++i) {
     auto e = entry_at(raw, pos, body, version);
-    if (!e) return 0;
-    under += under_any(e->path, folders);
+    if (!e) return {};
+    counts.under += under_any(e->path, folders);
     pos = e->end;
   }
-  return under;
+  counts.entries = be32(raw, 8);
+  return counts;
 }
 
 namespace {
@@ -275,7 +277,7 @@ std::optional<std::string> raw_index_without(std::string_view raw, const std::ve
   return out;
 }
 
-bool raw_index_handled(std::string_view raw) { return copy_index_without(raw, {}, IndexChecksum::check, nullptr); }
+bool raw_index_handled(std::string_view raw, IndexChecksum checksum) { return copy_index_without(raw, {}, checksum, nullptr); }
 
 std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTime old_mtime,
                                                   std::vector<RawIndexEntry> entries, const StillClean& still_clean) {

@@ -65,17 +65,22 @@ std::optional<std::string> raw_index_with_entries(std::string_view old, IndexTim
 // `raw` is not an index this handles (as raw_index_with_entries: not version 2 or 3, a checksum
 // that does not match, a malformed entry or extension, a mandatory extension) or when it has
 // conflict names or resolve-undo data (NAME, REUC), which libgit2's status reads.
-// With IndexChecksum::trusted the trailer is not checked again (the caller checked these bytes).
+// With IndexChecksum::trusted the trailer is not checked (the caller checked these bytes, or
+// wants only the structure checked).
 enum class IndexChecksum { check, trusted };
 std::optional<std::string> raw_index_without(std::string_view raw, const std::vector<std::string>& folders,
                                              IndexChecksum checksum = IndexChecksum::check);
 
 // Whether raw_index_without handles the index `raw` (its checks, without the copy).
-bool raw_index_handled(std::string_view raw);
+bool raw_index_handled(std::string_view raw, IndexChecksum checksum = IndexChecksum::check);
 
-// How many entries of the index `raw` lie under `folders`, read without checking the index (0
-// when it is not one raw_index_without could handle): whether leaving them out is worth a copy.
-std::size_t raw_index_entries_under(std::string_view raw, const std::vector<std::string>& folders);
+// How many entries the index `raw` has, and how many of them lie under `folders`, read without
+// checking the trailer (both 0 when it is not one raw_index_without could handle): whether
+// leaving them out is worth a copy.
+struct IndexCounts {
+  std::size_t entries = 0, under = 0;
+};
+IndexCounts raw_index_counts(std::string_view raw, const std::vector<std::string>& folders);
 
 // The SHA-1 of `data` for a file's trailer (not an object id: no collision detection).
 std::array<std::uint8_t, 20> file_checksum(std::string_view data);

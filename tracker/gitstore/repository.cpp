@@ -433,12 +433,12 @@ Repository Repository::discover(const fs::path& start) {
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
   freeze_config(repo);
-  // The index, checked from its bytes: when abtrack's reader handles it (versions 2 and 3, no
-  // mandatory extension) it is no split index and libgit2 reads it only when a command needs
-  // all of it (docs/PERFORMANCE.md §2.13); a missing one is an empty index. Otherwise libgit2
-  // reads it here, so that a split index (git update-index --split-index, core.splitIndex: the
-  // mandatory 'link' extension, which libgit2 1.5 cannot read) is refused before anything runs,
-  // not as a status error later, and an unreadable one is reported.
+  // The index, its structure checked from its bytes: when abtrack's reader handles it (versions
+  // 2 and 3, no mandatory extension) it is no split index, and libgit2 reads it only when a
+  // command needs all of it (docs/PERFORMANCE.md §2.13); a missing one is an empty index.
+  // Otherwise libgit2 reads it here, so that a split index (git update-index --split-index,
+  // core.splitIndex: the mandatory 'link' extension, which libgit2 1.5 cannot read) is refused
+  // before anything runs, not as a status error later, and an unreadable one is reported.
   Repository out(repo);
   if (out.refresh_index_bytes() >= 0) return out;
   git_index* index = nullptr;
@@ -475,7 +475,10 @@ int Repository::refresh_index_bytes() const {
     if (n <= 0) return -1;
     done += static_cast<std::size_t>(n);
   }
-  if (!raw_index_handled(bytes)) return -1;
+  // The structure only: the trailer's SHA-1 is checked when the bytes are used (a status walk's
+  // copy), or by libgit2 when it reads the index (an index of mostly other files, where a copy
+  // saves nothing, is then hashed once, as before).
+  if (!raw_index_handled(bytes, IndexChecksum::trusted)) return -1;
   m_index.bytes = std::move(bytes);
   m_index.key = key;
   return 1;
@@ -581,15 +584,13 @@ std::shared_ptr<void> Repository::status_index_without(const std::vector<std::st
   if (leave_out.empty() || config_bool(m_repo, "core.ignorecase")) return nullptr;  // libgit2 sorts such an index its own way
   if (refresh_index_bytes() <= 0) return nullptr;
   const IndexBytes& now = m_index;
-  // Worth a copy only when it leaves a good part of the index out.
-  std::size_t under = raw_index_entries_under(now.bytes, leave_out);
-  std::size_t entries = now.bytes.size() >= 12 ? (static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[8])) << 24 |
-                                                   static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[9])) << 16 |
-                                                   static_cast<std::size_t>(static_cast<unsigned char>(now.bytes[10])) << 8 |
-                                                   static_cast<unsigned char>(now.bytes[11]))
-                                                : 0;
-  if (under == 0 || 4 * under < entries) return nullptr;
-  auto copy = raw_index_without(now.bytes, leave_out, IndexChecksum::trusted);  // checked when read
+  // Worth a copy only when it leaves a good part of the index out: the copy and the trailer's
+  // SHA-1 cost about a quarter of what libgit2's parse of the entries left out would.
+  const IndexCounts counts = raw_index_counts(now.bytes, leave_out);
+  if (counts.under == 0 || 4 * counts.under < counts.entries) return nullptr;
+  // A trailer that does not match (a torn or corrupt file): libgit2 reads it and reports it.
+  if (!m_index.checksum_checked && !(m_index.checksum_checked = raw_index_handled(now.bytes))) return nullptr;
+  auto copy = raw_index_without(now.bytes, leave_out, IndexChecksum::trusted);
   if (!copy) return nullptr;
   // In memory, as a file libgit2 can open by name, with the index file's modification time.
   util::UniqueFd fd(::memfd_create("abtrack-status-index", MFD_CLOEXEC));
@@ -599,7 +600,7 @@ std::shared_ptr<void> Repository::status_index_without(const std::vector<std::st
   // libgit2 takes a path it cannot open for an empty index: it must be there (/proc mounted),
   // and what libgit2 read must be every entry written.
   const std::string path = fmt::format("/proc/self/fd/{}", fd.get());
-  const std::size_t kept = entries - under;
+  const std::size_t kept = counts.entries - counts.under;
   git_index* index = nullptr;
   if (::access(path.c_str(), R_OK) != 0 || git_index_open(&index, path.c_str()) < 0 || git_index_entrycount(index) != kept) {
     if (index) git_index_free(index);

@@ -181,17 +181,19 @@ class Repository {
   // entries under the top-level folders `leave_out` (see repository.cpp); nullptr when it reads
   // the index itself.
   std::shared_ptr<void> status_index_without(const std::vector<std::string>& leave_out) const;
-  // The index file's bytes as read and checked when the repository was opened (or last read for
-  // a status walk), and the stat data that name that version of the file: git replaces the
-  // file whole, never in place. Empty when abtrack's reader does not handle the index.
+  // The index file's bytes as read when the repository was opened (or last read for a status
+  // walk), their structure checked, and the stat data that name that version of the file: git
+  // replaces the file whole, never in place. Empty when abtrack's reader does not handle the index.
   struct IndexBytes {
     std::string bytes;
     std::array<std::int64_t, 7> key{};  // device, inode, size, mtime and ctime (s, ns)
+    bool checksum_checked = false;      // the trailer too (once a status walk needed it)
   };
   mutable IndexBytes m_index;
-  // Makes m_index the index file as it is now: read again and checked unless the file is the
-  // version it holds. 1: m_index holds it (raw_index_without handles it); 0: there is no index
-  // file; -1: unreadable, or not an index raw_index_without handles (m_index emptied).
+  // Makes m_index the index file as it is now: read again and its structure checked unless the
+  // file is the version it holds. 1: m_index holds it (raw_index_without handles its structure);
+  // 0: there is no index file; -1: unreadable, or not an index raw_index_without handles
+  // (m_index emptied).
   int refresh_index_bytes() const;
   git_repository* m_repo = nullptr;
   std::filesystem::path m_workdir;
