@@ -545,7 +545,16 @@ std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& 
   // A path staged under a new top-level folder and since removed from the work tree is in
   // neither of the others.
   Index index;
-  check_git(git_repository_index(index.out(), m_repo), "reading the index");
+  if (git_repository_index(index.out(), m_repo) < 0) {
+    // Opening checked only the index's structure; its trailer is checked here (or by the copy).
+    std::string why = last_git_message();
+    const std::string where = (fs::path(git_repository_path(m_repo)) / "index").string();
+    throw Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why),
+                why.find("checksum") != std::string::npos
+                    ? "the file is damaged (git does not check its checksum when it reads it): `git status` shows what git "
+                      "makes of it, and `git update-index --really-refresh` writes it again from what git read"
+                    : std::string());
+  }
   for (std::size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) add(git_index_get_byindex(index.get(), i)->path);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(m_workdir, ec)) add(e.path().filename().string());
