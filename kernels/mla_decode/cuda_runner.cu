@@ -48,9 +48,9 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The kernel that runs `config` (validated).
-const void* kernel_for(const CudaConfig& config) {
-  if (config.math == Math::wgmma) return decode_kernel_wgmma(config.stages);
+// The kernel that runs `config` (validated); the wgmma kernel has a build for cluster launches.
+const void* kernel_for(const CudaConfig& config, bool cluster = false) {
+  if (config.math == Math::wgmma) return decode_kernel_wgmma(config.stages, cluster);
   return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
 }
 
@@ -256,7 +256,10 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     cluster_launch_config(cfg, attr, launch_grid(lp, d.shape.heads, d.shape.batch), dim3(static_cast<unsigned>(threads)),
                           lp.smem_bytes, lp.splits, nullptr);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    const void* clustered = kernel_for(config, true);
+    CUDA_CHECK(cudaFuncSetAttribute(clustered, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(f.smem_bytes)));
+    if (cudaOccupancyMaxActiveClusters(&clusters, clustered, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();  // not launchable in clusters here: the other combine
       clusters = 0;
     }
@@ -315,7 +318,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr;
     cluster_launch_config(cfg, attr, grid, block, lp.smem_bytes, lp.cluster, d.stream);
-    CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel_for(lp.config), args));
+    CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel_for(lp.config, true), args));
   } else {
     CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args, lp.smem_bytes, d.stream));
   }

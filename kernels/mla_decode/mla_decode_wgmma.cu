@@ -394,8 +394,14 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
-template <int kPks>  // kProducerKs, or 0 (one stage)
+// kPks: kProducerKs, or 0 (one stage). kCluster: a build for launches in clusters of the splits,
+// which combine through distributed shared memory, with the other epilogues folded away (0.35 us
+// sooner at B=64 h=32). The build for other launches keeps p.cluster a run-time flag: built
+// without the cluster path, those shapes ran 0.2-1.5 us slower (docs/mla-decode-kernels.md,
+// session 11).
+template <int kPks, bool kCluster>
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
+  const bool clustered = kCluster || p.cluster;
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   long long phase_t_ = clock64();
@@ -486,7 +492,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
     if (pw >= kProducers) {
-      if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
+      if (clustered) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
       return;
     }
     constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
@@ -568,7 +574,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         parity ^= slot == 0 ? 1u : 0u;
       }
     }
-    if (p.cluster) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
+    if (clustered) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
     return;
   }
 
@@ -877,7 +883,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
     for (int w = 0; w < 4; ++w) l += red_s[(wgh * 4 + w) * 16 + col];
     l_s[tid] = l;
-    if (head0 + tid < p.heads && !p.cluster) {
+    if (head0 + tid < p.heads && !clustered) {
       const float lse2 = m_s[tid] + log2f(l);
       const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
       if (p.splits == 1)
@@ -888,7 +894,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
   const int d_thread = 256 * wg + 16 * wl + 2 * g;  // + 64 mb: this thread's even dims
   ABTRACK_STAMP(5);  // l reduced
-  if (p.cluster) {
+  if (clustered) {
     // The splits are the CTAs of this cluster. Each stages its accumulators in their own order
     // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
     // CTA combines its share of the blocks (the threads that hold them in registers read the same
@@ -1009,9 +1015,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
 int wgmma_producer_ksteps() { return kProducerKs; }
 
-const void* decode_kernel_wgmma(int stages) {
-  return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0>)
-                     : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs>);
+const void* decode_kernel_wgmma(int stages, bool cluster) {
+  if (cluster)
+    return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0, true>)
+                       : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs, true>);
+  return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0, false>)
+                     : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs, false>);
 }
 
 #ifdef ABTRACK_WGMMA_PHASES
