@@ -49,7 +49,7 @@ double median_of(std::vector<double> v) {
 }
 
 // The kernel that runs `config` (validated); the wgmma kernel has a build for cluster launches.
-const void* kernel_for(const CudaConfig& config, bool cluster = false) {
+const void* kernel_for(const CudaConfig& config, int cluster = 1) {
   if (config.math == Math::wgmma) return decode_kernel_wgmma(config.stages, cluster);
   return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
 }
@@ -256,7 +256,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     cluster_launch_config(cfg, attr, launch_grid(lp, d.shape.heads, d.shape.batch), dim3(static_cast<unsigned>(threads)),
                           lp.smem_bytes, lp.splits, nullptr);
     int clusters = 0;
-    const void* clustered = kernel_for(config, true);
+    const void* clustered = kernel_for(config, lp.splits);
     CUDA_CHECK(cudaFuncSetAttribute(clustered, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(f.smem_bytes)));
     if (cudaOccupancyMaxActiveClusters(&clusters, clustered, &cfg) != cudaSuccess) {
@@ -318,7 +318,7 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr;
     cluster_launch_config(cfg, attr, grid, block, lp.smem_bytes, lp.cluster, d.stream);
-    CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel_for(lp.config, true), args));
+    CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel_for(lp.config, lp.cluster), args));
   } else {
     CUDA_CHECK(cudaLaunchKernel(kernel_for(lp.config), grid, block, args, lp.smem_bytes, d.stream));
   }

@@ -37,7 +37,9 @@ const void* decode_kernel(int warps, int tile, bool fma, bool bits);
 // (cudaLaunchAttributeClusterDimension, params.cluster = 1) each CTA combines its share of the
 // heads from its peers' shared memory; otherwise the last CTA of a row and head block combines
 // them from the partials.
-const void* decode_kernel_wgmma(int stages, bool cluster);  // one stage: built without the producer conversion
+// The wgmma kernel for `stages` (one stage: built without the producer conversion), launched in
+// clusters of `cluster` CTAs (2, 4 or 8: a build of its own for each; 1: not in clusters).
+const void* decode_kernel_wgmma(int stages, int cluster);
 int wgmma_producer_ksteps();  // k-steps of the V tile the producer warps write (0: none, one kernel)
 
 // The combine kernel: grid (heads, batch), block 128; args (part_o, part_lse, out, lse,

@@ -394,14 +394,15 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
-// kPks: kProducerKs, or 0 (one stage). kCluster: a build for launches in clusters of the splits,
-// which combine through distributed shared memory, with the other epilogues folded away (0.35 us
-// sooner at B=64 h=32). The build for other launches keeps p.cluster a run-time flag: built
-// without the cluster path, those shapes ran 0.2-1.5 us slower (docs/mla-decode-kernels.md,
-// session 11).
-template <int kPks, bool kCluster>
+// kPks: kProducerKs, or 0 (one stage). kClusterSplits 2, 4 or 8: a build for launches in clusters
+// of that many splits, which combine through distributed shared memory, with the split count and
+// p.cluster folded in and the other epilogues gone (B=64 h=32: 47.60 -> 47.01 us with the cluster
+// folded in, then 46.83 -> 46.42 with the split count). kClusterSplits 0: the build for other
+// launches, p.cluster a run-time flag: built without the cluster path, those shapes ran 0.2-1.5 us
+// slower (docs/mla-decode-kernels.md, session 11).
+template <int kPks, int kClusterSplits>
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
-  const bool clustered = kCluster || p.cluster;
+  const bool clustered = kClusterSplits > 0 || p.cluster;
 #ifdef ABTRACK_WGMMA_PHASES
   long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   long long phase_t_ = clock64();
@@ -899,7 +900,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
     // CTA combines its share of the blocks (the threads that hold them in registers read the same
     // thread's values of the other CTAs) with weights per head and split.
-    const int splits = p.splits;  // 2, 4 or 8
+    const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;  // 2, 4 or 8
     const int rank = cluster_rank();
     float4* stage4 = reinterpret_cast<float4*>(kv_s);
     const int wt = tid & 127;
@@ -1015,12 +1016,21 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 
 int wgmma_producer_ksteps() { return kProducerKs; }
 
-const void* decode_kernel_wgmma(int stages, bool cluster) {
-  if (cluster)
-    return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0, true>)
-                       : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs, true>);
-  return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0, false>)
-                     : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs, false>);
+namespace {
+template <int kClusterSplits>
+const void* wgmma_build(int stages) {
+  return stages == 1 ? reinterpret_cast<const void*>(&decode_wgmma_impl<0, kClusterSplits>)
+                     : reinterpret_cast<const void*>(&decode_wgmma_impl<kProducerKs, kClusterSplits>);
+}
+}  // namespace
+
+const void* decode_kernel_wgmma(int stages, int cluster) {
+  switch (cluster) {
+    case 2: return wgmma_build<2>(stages);
+    case 4: return wgmma_build<4>(stages);
+    case 8: return wgmma_build<8>(stages);
+    default: return wgmma_build<0>(stages);
+  }
 }
 
 #ifdef ABTRACK_WGMMA_PHASES

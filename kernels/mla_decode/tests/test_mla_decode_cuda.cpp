@@ -108,12 +108,13 @@ MLA_TEST("instantiations") {
         }
     }
   MLA_CHECK(mla::decode_kernel(6, 32, false, true) == nullptr, "no kernel outside the family");
-  for (bool cluster : {false, true}) {
+  for (int cluster : {1, 2, 4, 8}) {
     const void* wg = mla::decode_kernel_wgmma(2, cluster);
     const void* wg1 = mla::decode_kernel_wgmma(1, cluster);  // one stage: without the producer conversion
     MLA_CHECK(wg != nullptr && wg1 != nullptr, "the wgmma kernels are built (cluster %d)", cluster);
     MLA_CHECK(wg1 != wg || mla::wgmma_producer_ksteps() == 0, "one stage runs a wgmma kernel of its own");
-    MLA_CHECK(mla::decode_kernel_wgmma(2, !cluster) != wg, "cluster launches run a wgmma kernel of their own");
+    for (int other : {1, 2, 4, 8})
+      MLA_CHECK(other == cluster || mla::decode_kernel_wgmma(2, other) != wg, "clusters of %d run a wgmma kernel of their own", cluster);
     for (int tile : {16, 32, 64})
       for (bool fma : {false, true})
         for (bool bits : {false, true})
