@@ -597,10 +597,11 @@ std::shared_ptr<void> Repository::status_index_without(const std::vector<std::st
   // SHA-1 cost about a quarter of what libgit2's parse of the entries left out would.
   const IndexCounts counts = raw_index_counts(now.bytes, leave_out);
   if (counts.under == 0 || 4 * counts.under < counts.entries) return nullptr;
-  // A trailer that does not match (a torn or corrupt file): libgit2 reads it and reports it.
-  if (!m_index.checksum_checked && !(m_index.checksum_checked = raw_index_handled(now.bytes))) return nullptr;
-  auto copy = raw_index_without(now.bytes, leave_out, IndexChecksum::trusted);
+  // The trailer checked with the copy, once per version of the file; one that does not match (a
+  // torn or corrupt file): libgit2 reads the index and reports it.
+  auto copy = raw_index_without(now.bytes, leave_out, now.checksum_checked ? IndexChecksum::trusted : IndexChecksum::check);
   if (!copy) return nullptr;
+  m_index.checksum_checked = true;
   // In memory, as a file libgit2 can open by name, with the index file's modification time.
   util::UniqueFd fd(::memfd_create("abtrack-status-index", MFD_CLOEXEC));
   if (!fd) return nullptr;
