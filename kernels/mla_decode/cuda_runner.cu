@@ -48,7 +48,8 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The kernel that runs `config` (validated); the wgmma kernel has a build for cluster launches.
+// The kernel that runs `config` (validated), launched in clusters of `cluster` CTAs (the wgmma
+// kernel has a build per cluster size).
 const void* kernel_for(const CudaConfig& config, int cluster = 1) {
   if (config.math == Math::wgmma) return decode_kernel_wgmma(config.stages, cluster);
   return decode_kernel(config.warps, config.tile, config.math == Math::fma, config.dequant == Dequant::bits);
