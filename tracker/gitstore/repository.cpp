@@ -288,6 +288,19 @@ std::string short_status(unsigned flags) {
   return std::string{i, w};
 }
 
+// The rest of the open file `fd` (`size` bytes, from fstat) into `out`; false when it reads
+// short or fails.
+bool read_to_end(int fd, std::size_t size, std::string& out) {
+  out.assign(size, '\0');
+  for (std::size_t done = 0; done < out.size();) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 constexpr unsigned kChanged = ~static_cast<unsigned>(GIT_STATUS_IGNORED) & ~static_cast<unsigned>(GIT_STATUS_CURRENT);
 
 }  // namespace
@@ -468,13 +481,8 @@ int Repository::refresh_index_bytes() const {
                                         st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
   if (!m_index.bytes.empty() && m_index.key == key) return 1;
   m_index = IndexBytes{};
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
-  for (std::size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    done += static_cast<std::size_t>(n);
-  }
+  std::string bytes;
+  if (!read_to_end(fd.get(), static_cast<std::size_t>(st.st_size), bytes)) return -1;
   // The structure only: the trailer's SHA-1 is checked when the bytes are used (a status walk's
   // copy), or by libgit2 when it reads the index (an index of mostly other files, where a copy
   // saves nothing, is then hashed once, as before).
@@ -928,16 +936,7 @@ Repository::IndexWrite Repository::write_index_from_bytes(const std::vector<RawI
   std::string old;
   struct stat old_st {};
   int fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
-  bool read_ok = fd >= 0 && ::fstat(fd, &old_st) == 0;
-  if (read_ok) {
-    old.resize(static_cast<std::size_t>(old_st.st_size));
-    for (std::size_t done = 0; read_ok && done < old.size();) {
-      ssize_t n = ::read(fd, old.data() + done, old.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      read_ok = n > 0;
-      done += read_ok ? static_cast<std::size_t>(n) : 0;
-    }
-  }
+  const bool read_ok = fd >= 0 && ::fstat(fd, &old_st) == 0 && read_to_end(fd, static_cast<std::size_t>(old_st.st_size), old);
   if (fd >= 0) ::close(fd);
   if (!read_ok) {
     give_up();
