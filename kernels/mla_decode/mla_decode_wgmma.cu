@@ -24,11 +24,12 @@
 // reads; the producers convert the other 4 from the raw rows meanwhile, then refill the slot
 // with a later tile, whose gather overlaps everything after), then the softmax, then O^T is
 // issued and left running. Q is scaled per head row by a power of two into f16's range (undone
-// in the softmax); RoPE products stay bf16. The softmax's rescaling check is one barrier with an
-// OR. The epilogue writes from the accumulators. With splits there is no combine kernel: 2, 4
-// or 8 splits run as a cluster whose CTAs combine each other's accumulators through distributed
-// shared memory; other counts are combined by the last CTA of a (batch row, head block) to
-// finish. Design and measurements: docs/mla-decode-kernels.md, sessions 4 to 7.
+// in the softmax); RoPE products stay bf16. P is written with the running maxima at once; the
+// softmax's rescaling check is a flag read after the barrier before O^T. The epilogue writes
+// from the accumulators. With splits there is no combine kernel: 2, 4 or 8 splits run as a
+// cluster whose CTAs combine each other's accumulators through distributed shared memory; other
+// counts are combined by the last CTA of a (batch row, head block) to finish. Design and
+// measurements: docs/mla-decode-kernels.md, sessions 4 to 12.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -54,8 +55,8 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #ifndef ABTRACK_WGMMA_PRODUCERS
 #define ABTRACK_WGMMA_PRODUCERS 4
 #endif
-// The softmax's rescaling check as one barrier with an OR (-DABTRACK_WGMMA_VOTE=0: the column
-// maxima reduced and O^T scaled at every tile, for comparison).
+// The softmax's rescaling check as a flag read after the barrier before O^T (-DABTRACK_WGMMA_VOTE=0:
+// the column maxima reduced and O^T scaled at every tile, for comparison).
 #ifndef ABTRACK_WGMMA_VOTE
 #define ABTRACK_WGMMA_VOTE 1
 #endif
@@ -106,7 +107,6 @@ constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
 // A slot's arrival is an mbarrier (the bulk copies complete it).
 constexpr int kBarMath = 3;
 constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
-constexpr int kBarVote = 6;   // the math warps' rescaling vote
 constexpr int kBarVFree = 7;  // producer conversion: the math warps' O^T is done with the f16 tile
 constexpr int kBarVReady = 8; // ... and the producers' part of it is written
 constexpr int kBarInit = 9;   // the producers arrive once the ring's mbarriers are initialised
@@ -128,16 +128,6 @@ __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_grou
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Barrier `id` (1 or 2) among the 128 threads of one warpgroup.
 __device__ __forceinline__ void warpgroup_barrier(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
-// Barrier `id` among the 256 math threads that returns whether `v` holds in any of them.
-__device__ __forceinline__ bool math_any(int id, bool v) {
-  std::uint32_t r;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 q, %1, 0;\nbar.red.or.pred p, %2, 256, q;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(r)
-      : "r"(static_cast<std::uint32_t>(v)), "r"(id)
-      : "memory");
-  return r != 0;
-}
 __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
@@ -425,7 +415,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   float* l_s = m_s + kHeads;                                                // [32]
   float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
   std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(full_s + 2);
+  int* flag_s = reinterpret_cast<int*>(full_s + 2);  // [2] by tile parity: some column's maximum moved
+  std::int32_t* idx_s = flag_s + 2;
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -665,6 +656,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     m_run[c] = kMinusBig;
     l_part[c] = 0.0f;
   }
+  if (tid == 0) flag_s[0] = flag_s[1] = 0;
   named_sync(kBarMath, kMathThreads);
   ABTRACK_STAMP(12);
 #pragma unroll
@@ -753,21 +745,34 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
     for (int i = 0; i < 8; ++i) xchg_s[(wg * 8 + i) * 128 + wt] = wg ? sfull[i] : sfull[8 + i];
     named_sync(kBarMath, kMathThreads);  // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
+    if (tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
     float sacc[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) sacc[i] = (wg ? sfull[8 + i] : sfull[i]) + xchg_s[((1 - wg) * 8 + i) * 128 + wt];
     ABTRACK_PHASE(3);
 
     // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
-    // thread holds rows 16 wl + g and + 8 of columns 8 j + 2 t4 + e; the column maximum is
-    // reduced over g by shuffles and over the 4 warps in shared memory. l is kept per thread
-    // and reduced once, in the epilogue.
+    // thread holds rows 16 wl + g and + 8 of columns 8 j + 2 t4 + e. Lazy rescaling as in the mma
+    // kernels: a column's maximum moves only when a score exceeds it by more than 2^8, which after
+    // the first tile is rare. So P is written with the running maxima at once, and a thread with
+    // such a score sets this tile's flag in shared memory; after the barrier before O^T, where
+    // the flag is set (both warpgroups see the same), the column maxima are reduced (over g by
+    // shuffles, over the warps in shared memory), P is written again and O^T is scaled by alpha,
+    // behind one more barrier of the math warps. l is kept per thread and reduced once, in the
+    // epilogue.
     {
       const std::int32_t* tile_idx = idx_s + it * kTile;
       const int r0 = 16 * wl + g;
       const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
-      float x[8], cmax[4];
+      float x[8], cmax[4], pr[8];
       bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
+      // P of column c (head 16 wg + col) at rows r0 and r0 + 8.
+      auto store_p = [&](int c, float p0, float p1) {
+        const int head = 16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1);
+        __half* pcol = reinterpret_cast<__half*>(p_s + (head >> 3) * 128 + (head & 7) * 16);
+        pcol[(r0 >> 3) * 256 + (r0 & 7)] = __float2half_rn(p0);
+        pcol[((r0 + 8) >> 3) * 256 + (r0 & 7)] = __float2half_rn(p1);
+      };
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int j = c >> 1, e = c & 1;
@@ -775,14 +780,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         x[4 * j + 2 + e] = v1 ? sacc[4 * j + 2 + e] * qinv[c] : -INFINITY;
         cmax[c] = fmaxf(x[4 * j + e], x[4 * j + 2 + e]);
         up = up || cmax[c] > m_run[c] + kRescaleLog2;
+        pr[2 * c] = fast_exp2(x[4 * j + e] - m_run[c]);  // (inf where up: written again below)
+        pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_run[c]);
+        store_p(c, pr[2 * c], pr[2 * c + 1]);
       }
-      // Lazy rescaling as in the mma kernels: the maximum moves only by more than 2^8. Whether
-      // any column of the tile moves is one barrier of the math warps with an OR; only then are
-      // the column maxima reduced (over g by shuffles, over the warps in shared memory) and O^T
-      // scaled by alpha.
-#if ABTRACK_WGMMA_VOTE
-      rescale_any = math_any(kBarVote, up);  // both warpgroups: O^T skips alpha when no column moved
-#endif
+      if (up) flag_s[it & 1] = 1;
+      ABTRACK_PHASE(4);
+      fence_async_smem();
+      if (kPks > 0)
+        named_sync(kBarVReady, kThreads);  // P, the flag and the f16 tile complete (the producers' k-steps too)
+      else
+        named_sync(kBarMath, kMathThreads);  // P, the flag and the f16 tile complete
+      rescale_any = !ABTRACK_WGMMA_VOTE || flag_s[it & 1] != 0;
       if (rescale_any) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
@@ -791,35 +800,30 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           if (g == 0) red_s[(wg * 4 + wl) * 16 + 8 * (c >> 1) + 2 * t4 + (c & 1)] = cmax[c];
         }
         warpgroup_barrier(1 + wg);
-      }
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int j = c >> 1, e = c & 1;
-        const int col = 8 * j + 2 * t4 + e;
-        float tmax = kMinusBig;
-        if (rescale_any) {
+        for (int c = 0; c < 4; ++c) {
+          const int j = c >> 1, e = c & 1;
+          const int col = 8 * j + 2 * t4 + e;
+          float tmax = kMinusBig;
 #pragma unroll
           for (int w = 0; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
+          const float m_new = tmax > m_run[c] + kRescaleLog2 ? tmax : m_run[c];
+          const float alpha = m_new == m_run[c] ? 1.0f : fast_exp2(m_run[c] - m_new);
+          if (m_new != m_run[c]) {
+            pr[2 * c] = fast_exp2(x[4 * j + e] - m_new);
+            pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_new);
+            store_p(c, pr[2 * c], pr[2 * c + 1]);
+          }
+          l_part[c] *= alpha;
+          m_run[c] = m_new;
+          if (wl == 0 && g == 0) alpha_s[16 * wg + col] = alpha;
         }
-        const float m_new = tmax > m_run[c] + kRescaleLog2 ? tmax : m_run[c];
-        const float alpha = m_new == m_run[c] ? 1.0f : fast_exp2(m_run[c] - m_new);
-        const float p0 = fast_exp2(x[4 * j + e] - m_new);
-        const float p1 = fast_exp2(x[4 * j + 2 + e] - m_new);
-        l_part[c] = l_part[c] * alpha + p0 + p1;
-        m_run[c] = m_new;
-        const int head = 16 * wg + col;
-        __half* pcol = reinterpret_cast<__half*>(p_s + (head >> 3) * 128 + (head & 7) * 16);
-        pcol[(r0 >> 3) * 256 + (r0 & 7)] = __float2half_rn(p0);
-        pcol[((r0 + 8) >> 3) * 256 + (r0 & 7)] = __float2half_rn(p1);
-        if (wl == 0 && g == 0 && rescale_any) alpha_s[head] = alpha;
+        fence_async_smem();
+        named_sync(kBarMath, kMathThreads);  // P and alpha written again
       }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) l_part[c] += pr[2 * c] + pr[2 * c + 1];
     }
-    ABTRACK_PHASE(4);
-    fence_async_smem();
-    if (kPks > 0)
-      named_sync(kBarVReady, kThreads);  // P, alpha and the f16 tile complete (the producers' k-steps too)
-    else
-      named_sync(kBarMath, kMathThreads);  // P, alpha and the f16 tile complete
     ABTRACK_PHASE(5);
 
     // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),
