@@ -33,7 +33,7 @@ std::string validate_config(const CudaConfig& config);
 // 656 B) + f32 S partials of the 4 k parts (4 x 32 x (T+4) x 4 B) + P (32 x (T+8) bf16) + row
 // statistics + the split's indices (4 B per slot). wgmma: the f16 K/V tile (65,536 B) + f16 Q
 // (32,768) + bf16 Q RoPE (4,096) + f16 P (4,096) + the tile's RoPE (8,192) + S^T partials (8,192) + raw ring (stages x 41,984) + reductions and row
-// statistics (1,024) + the indices.
+// statistics (1,024) + the ring's mbarriers and the rescale flags (24) + the indices.
 std::size_t cuda_smem_bytes(const CudaConfig& config, int tiles_per_split);
 
 // Whether the configuration fits a per-block limit of `smem_limit` bytes; `why` says how not.
