@@ -14,14 +14,14 @@
 //
 // Per tile: four producer warps (the third warpgroup, most of its registers handed to the math
 // through setmaxnreg) gather the rows with bulk copies (TMA, 656 bytes each) into a ring of raw
-// stages, and write the last 4 of each math warpgroup's 16 k-steps of the f16 V tile.
+// stages, and write the last of each math warpgroup's 16 k-steps of the f16 V tile.
 // Each math thread loads its A fragments of K straight from the raw rows (one 4-byte load of e4m3
 // values per k-step and token, conflict-free), turns them into f16 with the bit trick (value *
 // 2^-8 in 5 integer instructions per 4 values) times the group scale (* 2^8, one f16x2 multiply,
 // rounded once).
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
-// values go to the f16 V tile (each math warpgroup writes 12 k-steps of the half its own O^T
-// reads; the producers convert the other 4 from the raw rows meanwhile, then refill the slot
+// values go to the f16 V tile (each math warpgroup writes 15 k-steps of the half its own O^T
+// reads; the producers convert the last one from the raw rows meanwhile, then refill the slot
 // with a later tile, whose gather overlaps everything after), then the softmax, then O^T is
 // issued and left running. Q is scaled per head row by a power of two into f16's range (undone
 // in the softmax); RoPE products stay bf16. P is written with the running maxima at once; the
@@ -64,10 +64,12 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 // write instead of the math warps, while those swap partials and run the softmax (0: the math
 // warps write all of it, as in session 6; needed with fewer than 4 producer warps). Session 7,
 // B=64 h=32: 0 48.7 us, 2 48.0, 3 47.7, 4 47.7, 5 48.0, 6 49.0, 8 50.1 (the producers then hold
-// up O^T). With one stage the kernel is built without it (decode_kernel_wgmma): the producers
-// would refill the only slot after converting, and the gather would wait (66 against 53 us).
+// up O^T). Session 12, once the softmax lost its vote barrier (a shorter window beside the
+// producers' conversion), side by side: 4 46.08 us, 3 45.58, 2 45.20 / 45.10, 1 44.90, 0 45.70.
+// With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
+// refill the only slot after converting, and the gather would wait (66 against 53 us).
 #ifndef ABTRACK_WGMMA_PRODUCER_KS
-#define ABTRACK_WGMMA_PRODUCER_KS 4
+#define ABTRACK_WGMMA_PRODUCER_KS 1
 #endif
 constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
 static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
