@@ -71,6 +71,7 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #ifndef ABTRACK_WGMMA_PRODUCER_KS
 #define ABTRACK_WGMMA_PRODUCER_KS 1
 #endif
+
 constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
 static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
 constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
@@ -227,7 +228,6 @@ __device__ __forceinline__ void wgmma_n32_rs_bf16(float (&d)[16], const std::uin
 // Position p of a 16-position block holds dim (p & 7) * 2 + (p >> 3): so O^T's accumulator rows
 // g and g + 8 are dims 2 g and 2 g + 1 (the epilogue writes them as one bf16 pair).
 __device__ __forceinline__ std::uint32_t ld_u32(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
-__device__ __forceinline__ void st_u32(std::uint8_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
 
 // Four e4m3 values (one word) as f16 * 2^-8, exact, subnormals included: the even bytes (dims 0,
 // 2) and the odd bytes (dims 1, 3) as two f16x2 words.
@@ -235,6 +235,7 @@ __device__ __forceinline__ void e4m3x4_to_f16(std::uint32_t w, std::uint32_t& ev
   even = ((w << 8) & 0x80008000u) | ((w << 7) & 0x3f803f80u);
   odd = (w & 0x80008000u) | ((w >> 1) & 0x3f803f80u);
 }
+__device__ __forceinline__ std::uint32_t h2_u32(__half2 v) { return *reinterpret_cast<std::uint32_t*>(&v); }
 __device__ __forceinline__ std::uint32_t hmul2_u32(std::uint32_t a, __half2 s) {
   __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), s);
   return *reinterpret_cast<std::uint32_t*>(&r);
@@ -262,12 +263,31 @@ __device__ __forceinline__ void convert_kstep(const std::uint8_t* k0, const std:
   f[2] = hmul2_u32(o0, s0);
   f[3] = hmul2_u32(o1, s1);
 }
-// A k-step's fragment into the f16 V tile at d: the second row 128 bytes on, the odd dims 1024.
-__device__ __forceinline__ void store_kstep(std::uint8_t* d, const std::uint32_t (&f)[4]) {
-  st_u32(d, f[0]);
-  st_u32(d + 128, f[1]);
-  st_u32(d + 1024, f[2]);
-  st_u32(d + 1024 + 128, f[3]);
+// Four 8 x 8 f16 matrices from a warp's fragments (register i of every lane: matrix i, row
+// lane / 4, columns 2 (lane % 4) and + 1), each to 8 rows of 16 bytes; lane l gives the address
+// of row l % 8 of matrix l / 8. Session 13: the V tile's k-steps and P stored so, one instruction
+// where there were 4 (V) and 8 (P) plain stores, side by side with the session 12 kernel (with the
+// 16-byte partial swap below; 5 repetitions): B=64 h=32 44.75 -> 44.59 us, B=128 76.18 -> 75.09,
+// h=64 74.98 -> 73.42, B=16 26.46 -> 26.34.
+__device__ __forceinline__ void stsm_x4(std::uint32_t addr, const std::uint32_t (&f)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(f[0]), "r"(f[1]),
+               "r"(f[2]), "r"(f[3])
+               : "memory");
+}
+// The same, each matrix transposed (stored row c = the fragment's column c).
+__device__ __forceinline__ void stsm_x4_trans(std::uint32_t addr, const std::uint32_t (&f)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(f[0]),
+               "r"(f[1]), "r"(f[2]), "r"(f[3])
+               : "memory");
+}
+__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+// Lane l's row address for stsm_x4 of a k-step of the f16 V tile at d (its token block's even
+// positions; the second token block 128 bytes on, the odd positions 1024): matrix l / 8 at
+// d + 128 (l / 8 % 2) + 1024 (l / 16), its row l % 8 16 bytes apart.
+__device__ __forceinline__ std::uint32_t stsm_kstep_addr(const std::uint8_t* d, int lane) {
+  return smem_u32(d + ((lane >> 3) & 1) * 128 + (lane >> 4) * 1024 + (lane & 7) * 16);
 }
 
 // Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of
@@ -409,7 +429,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   std::uint8_t* qn_s = kv_s + kKvBytes;  // Q * c_h, f16: (db * 4 + head block) * 128, K-major
   std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
   std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
-  float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][8][128] S^T partials
+  float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][2][128][4] S^T partials
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
   float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
   float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
@@ -545,7 +565,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       }
       int slot = 0;
       std::uint32_t parity = 0;
-      std::uint8_t* const kv_p = kv_s + (2 * pw) * 128 + g * 16 + t4 * 4;
+      const std::uint32_t kv_pm = stsm_kstep_addr(kv_s + (2 * pw) * 128, lane);
       for (int it = 0; it < n_tiles; ++it) {
         mbar_wait(&full_s[slot], parity);
         const std::uint8_t* row0 = ring + slot * kStageBytes + (16 * pw + g) * kTokenBytes;
@@ -558,7 +578,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           for (int ks = 16 - kPks; ks < 16; ++ks) {
             std::uint32_t f[4];
             convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3], sc.s1[ks >> 3], f);
-            store_kstep(kv_p + w * 16 * 2048 + ks * 2048, f);
+            stsm_x4(kv_pm + (w * 16 + ks) * 2048, f);
           }
         }
         fence_async_smem();
@@ -677,7 +697,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // (+ 2048 per k-step: position block 2 k (even dims) and + 1024 for 2 k + 1 (odd dims); + 128
   // for token t0 + 8).
   const int t0 = 16 * wl + g;
-  std::uint8_t* const kv_w = kv_s + wg * 16 * 2048 + (2 * wl) * 128 + g * 16 + t4 * 4;
+  const std::uint32_t kv_m = stsm_kstep_addr(kv_s + wg * 16 * 2048 + (2 * wl) * 128, lane);
+  // P through stsm_x4_trans: matrix l / 8 of lane l is (token block 2 wl + l / 8 % 2, head block
+  // 2 wg + l / 16), its row l % 8 (a head) 16 bytes apart.
+  const std::uint32_t p_m = smem_u32(p_s + (2 * wl + ((lane >> 3) & 1)) * 512 + (2 * wg + (lane >> 4)) * 128 + (lane & 7) * 16);
 
   named_sync(kBarInit, kThreads);  // the ring's mbarriers are initialised
   int slot = 0;
@@ -736,21 +759,35 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     ABTRACK_PHASE(2);
 
     // The f16 tile for this tile's O^T: this warpgroup's positions, which only its own O^T reads
-    // (done now). Each store of a warp fills one 128-byte core matrix.
+    // (done now). One stmatrix of a warp fills four 128-byte core matrices.
     if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
 #pragma unroll
-    for (int ks = 0; ks < 16 - kPks; ++ks) store_kstep(kv_w + ks * 2048, a[ks]);
+    for (int ks = 0; ks < 16 - kPks; ++ks) {
+      stsm_x4(kv_m + ks * 2048, a[ks]);
+    }
     // Each warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's
     // partial for them, swapped through shared memory in accumulator order (the same thread of
     // the other warpgroup holds the same rows and columns).
     const int wt = tid & 127;
+    // (16-byte vectors: session 13, with the stmatrix stores, against 4-byte words 0.1-0.5 us)
+    float4* const xchg4 = reinterpret_cast<float4*>(xchg_s);  // [2 wg][2 halves][128 threads]
 #pragma unroll
-    for (int i = 0; i < 8; ++i) xchg_s[(wg * 8 + i) * 128 + wt] = wg ? sfull[i] : sfull[8 + i];
+      for (int q = 0; q < 2; ++q) {
+        float v[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
+        xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
+      }
     named_sync(kBarMath, kMathThreads);  // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
     if (tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
     float sacc[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) sacc[i] = (wg ? sfull[8 + i] : sfull[i]) + xchg_s[((1 - wg) * 8 + i) * 128 + wt];
+      for (int q = 0; q < 2; ++q) {
+        const float4 v = xchg4[((1 - wg) * 2 + q) * 128 + wt];
+        const float o[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sacc[4 * q + i] = (wg ? sfull[8 + 4 * q + i] : sfull[4 * q + i]) + o[i];
+      }
     ABTRACK_PHASE(3);
 
     // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
@@ -768,12 +805,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
       float x[8], cmax[4], pr[8];
       bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
-      // P of column c (head 16 wg + col) at rows r0 and r0 + 8.
-      auto store_p = [&](int c, float p0, float p1) {
-        const int head = 16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1);
-        __half* pcol = reinterpret_cast<__half*>(p_s + (head >> 3) * 128 + (head & 7) * 16);
-        pcol[(r0 >> 3) * 256 + (r0 & 7)] = __float2half_rn(p0);
-        pcol[((r0 + 8) >> 3) * 256 + (r0 & 7)] = __float2half_rn(p1);
+      // All of this thread's P at once: matrix (head block j, row block) holds the column pairs
+      // (c = 2 j, 2 j + 1) of rows r0 (pr[2 c]) and r0 + 8 (pr[2 c + 1]).
+      auto store_p4 = [p_m](const float (&pr)[8]) {
+        const std::uint32_t f[4] = {h2_u32(__floats2half2_rn(pr[0], pr[2])), h2_u32(__floats2half2_rn(pr[1], pr[3])),
+                                    h2_u32(__floats2half2_rn(pr[4], pr[6])), h2_u32(__floats2half2_rn(pr[5], pr[7]))};
+        stsm_x4_trans(p_m, f);
       };
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
@@ -784,8 +821,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         up = up || cmax[c] > m_run[c] + kRescaleLog2;
         pr[2 * c] = fast_exp2(x[4 * j + e] - m_run[c]);  // (inf where up: written again below)
         pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_run[c]);
-        store_p(c, pr[2 * c], pr[2 * c + 1]);
       }
+      store_p4(pr);
       if (up) flag_s[it & 1] = 1;
       ABTRACK_PHASE(4);
       fence_async_smem();
@@ -814,12 +851,12 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           if (m_new != m_run[c]) {
             pr[2 * c] = fast_exp2(x[4 * j + e] - m_new);
             pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_new);
-            store_p(c, pr[2 * c], pr[2 * c + 1]);
           }
           l_part[c] *= alpha;
           m_run[c] = m_new;
           if (wl == 0 && g == 0) alpha_s[16 * wg + col] = alpha;
         }
+        store_p4(pr);
         fence_async_smem();
         named_sync(kBarMath, kMathThreads);  // P and alpha written again
       }
