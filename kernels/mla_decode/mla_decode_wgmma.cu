@@ -17,7 +17,7 @@
 // stages, and write the last of each math warpgroup's 16 k-steps of the f16 V tile.
 // Each math thread loads its A fragments of K straight from the raw rows (one 4-byte load of e4m3
 // values per k-step and token, conflict-free), turns them into f16 with the bit trick (value *
-// 2^-8 in 5 integer instructions per 4 values) times the group scale (* 2^8, one f16x2 multiply,
+// 2^-8 in 7 integer instructions per 4 values, in the SASS) times the group scale (* 2^8, one f16x2 multiply,
 // rounded once).
 // S^T is issued while O^T of the previous tile may still run; once both are done the converted
 // values go to the f16 V tile (each math warpgroup writes 15 k-steps of the half its own O^T
