@@ -337,9 +337,13 @@ __device__ long long g_stamps[kStamps];
 #define ABTRACK_CTA_SPAN()
 #endif
 
+// The wgmma kernel's split partials (normalized O, bounded by the V values the f16 V tile holds)
+// as f16, in the first half of the f32 partial buffer: half the bytes the last CTA reads.
+__device__ __forceinline__ __half* part_o16(const KernelParams& p) { return reinterpret_cast<__half*>(p.part_o); }
+
 // The splits' combine, done by the last CTA of a (batch row, head block) to finish instead of a
 // combine kernel (no second launch; the partials are still in L2). Each CTA has written its
-// partial O (normalized) and lse (log2); a fence, then one atomic count per CTA; the CTA that
+// partial O (normalized, f16) and lse (log2); a fence, then one atomic count per CTA; the CTA that
 // counts last combines them as combine_kernel_impl does and sets the count back to zero for the
 // next launch. `weights` (32 x splits floats) and `flag` are shared memory the CTA is done with.
 __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* weights, int* flag, int tid) {
@@ -384,9 +388,12 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int h = 2 * j + hh;
-      v[j] = head0 + h < p.heads ? __ldcg(reinterpret_cast<const float4*>(
-                                       p.part_o + ((static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h) * kDimV + col))
-                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      const uint2 u = head0 + h < p.heads ? __ldcg(reinterpret_cast<const uint2*>(
+                                                part_o16(p) + ((static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h) * kDimV + col))
+                                          : make_uint2(0, 0);
+      const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+      const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+      v[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
     }
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
@@ -1048,7 +1055,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
             as_u32(__floats2bfloat162_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]));
       } else {
         const std::size_t orow = (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + head;
-        *reinterpret_cast<float2*>(p.part_o + orow * kDimV + d) = make_float2(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
+        *reinterpret_cast<__half2*>(part_o16(p) + orow * kDimV + d) = __floats2half2_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
       }
     }
   if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
