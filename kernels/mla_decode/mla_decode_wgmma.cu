@@ -338,7 +338,9 @@ __device__ long long g_stamps[kStamps];
 #endif
 
 // The wgmma kernel's split partials (normalized O, bounded by the V values the f16 V tile holds)
-// as f16, in the first half of the f32 partial buffer: half the bytes the last CTA reads.
+// as f16, in the first half of the f32 partial buffer: half the bytes the last CTA reads
+// (session 13, side by side with f32: B=16 (8 splits) 26.17 -> 25.05 us, B=64 with 4 splits
+// 61.72 -> 60.12; rel_err 1.68 -> 1.69e-3).
 __device__ __forceinline__ __half* part_o16(const KernelParams& p) { return reinterpret_cast<__half*>(p.part_o); }
 
 // The splits' combine, done by the last CTA of a (batch row, head block) to finish instead of a
