@@ -15,7 +15,7 @@ struct KernelParams {
   const std::int32_t* indices;   // [batch][topk]
   __nv_bfloat16* out;            // [batch][heads][512]   (written when splits == 1)
   float* lse;                    // [batch][heads]        (written when splits == 1)
-  float* part_o;                 // [batch][splits][heads][512] (splits > 1)
+  float* part_o;                 // [batch][splits][heads][512] (splits > 1; the wgmma kernel: f16, in its first half)
   float* part_lse;               // [batch][splits][heads], log2 domain (splits > 1)
   int* done;                     // [batch][head blocks] CTAs finished (wgmma kernel, splits > 1; zero
                                  // before a launch, and again after it)
