@@ -2,7 +2,9 @@
 # Side-by-side A/B of kernel builds on a GPU machine: builds every variant, then runs the bench
 # for every shape with the variants interleaved (variant order rotated each repetition), REPS
 # times. Prints one line per run and writes ab.jsonl (each bench line with "variant" and "rep")
-# and ab.txt to $OUT.
+# and ab.txt to $OUT; at the end a summary against the first variant (tools/ab_summary.py: per
+# shape and variant the median of the medians, their range, roofline_frac, the worst rel_err, and
+# whether every repetition was below or above every one of the first variant's) to summary.txt.
 # Usage (repository root): OUT=DIR bash kernels/mla_decode/tools/ab.sh REPS "SHAPE;SHAPE..." NAME=SRC[@FLAGS]...
 #   SRC    a folder with the kernels/ CMake project (kernels, or an old tree exported with
 #          `git archive REV kernels cmake | tar -x -C DIR`, then DIR/kernels)
@@ -66,3 +68,4 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
   done
 done
+python3 "$here/ab_summary.py" "$out/ab.jsonl" | tee "$out/summary.txt"

@@ -18,7 +18,8 @@ def main(variant, rep, shape, path):
     if not r.get("feasible", True):
         print(f"rep {rep} {variant:>10} {shape}: infeasible: {r.get('why', '')}")
         return
-    print(f"rep {rep} {variant:>10} {shape}: {r['median_us']:8.2f} us  frac {r['roofline_frac']:.3f}  "
+    frac = r.get("roofline_frac")  # null on the CPU (no roofline there)
+    print(f"rep {rep} {variant:>10} {shape}: {r['median_us']:8.2f} us  frac {'-' if frac is None else f'{frac:.3f}'}  "
           f"rel_err {r['rel_err']:.2e}  splits {r.get('splits_used')}  cluster {r.get('cluster')}  "
           f"ok {r.get('check_passed')}")
 
