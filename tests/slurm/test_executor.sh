@@ -22,7 +22,7 @@ baseline: {x: 1}
 command: $1
 metrics: {t: {json: t, better: lower}}
 gates: [t < 25]
-timeout: 2
+timeout: ${TIMEOUT:-2}
 executor: slurm
 slurm: {gres: 'gpu:1', max_parallel: 2, time: 2}
 ${2:-}
@@ -94,7 +94,8 @@ expect_eq "$(json "$(rec 2)" 'd["invocations"][0]["timed_out"]')" true
 
 step "cancel: scancel, and the cancelled tasks become invalid runs with the reason"
 new_repo cancel
-plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
+# (a timeout longer than the cancel takes on a busy machine: past 2 s a task would time out first)
+TIMEOUT=30 plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
 expect_rc 0 ab run --detach
 job=$(sed -n 's/^submitted slurm job \([0-9]*\).*/\1/p' "$OUT")
 for i in $(seq 1 50); do squeue -h -j "$job" -t running | grep -q . && break; sleep 0.1; done
@@ -106,6 +107,22 @@ expect_match "$(json "$(rec 1)" 'd["reason"]')" "slurm task ${job}_0 was cancell
 expect_match "$(json "$(rec 3)" 'd["reason"]')" "slurm task ${job}_2 was cancelled \\(CANCELLED"
 expect_rc 0 ab collect
 expect_eq "$(commit_count)" 5
+
+step "cancel: a command that prints its metrics as it is cancelled is still a cancelled run"
+# scancel signals the task's processes one by one; this command answers its SIGTERM with a
+# clean result (as `sleep 60; echo` does when only its sleep is hit first).
+new_repo cancel_clean
+TIMEOUT=30 plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; sleep 60 & wait'"
+expect_rc 0 ab run --detach
+job=$(sed -n 's/^submitted slurm job \([0-9]*\).*/\1/p' "$OUT")
+for i in $(seq 1 50); do squeue -h -j "$job" -t running | grep -q . && break; sleep 0.1; done
+sleep 0.5  # the running tasks' shells have set their trap
+expect_rc 0 ab cancel
+expect_eq "$(git ls-tree --name-only HEAD runs/sl/ | wc -l)" 3
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Outcome,valueonly)' | grep -c invalid)" 3
+for x in 1 2 3; do
+  expect_match "$(json "$(rec $x)" 'd["reason"]')" "slurm task ${job}_$((x - 1)) was cancelled \\(CANCELLED"
+done
 
 step "Ctrl-C on an attached run cancels the job array and exits 130"
 new_repo interrupt

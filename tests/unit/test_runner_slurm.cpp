@@ -34,6 +34,13 @@ struct Fixture {
     s.tasks = {t};
   }
   ~Fixture() { fs::remove_all(dir); }
+  // A result whose only invocation exited 0 and printed the metric (the runner noted no signal).
+  void clean_result() const {
+    std::ofstream(dir / "result-0.json")
+        << R"({"index": 0, "id": "m0", "stopped_by": "", "invocations": [{"exit_code": 0, "signal": null,)"
+        << R"( "timed_out": false, "duration_s": 1, "stdout": "{\"t\": 1}\n", "stdout_bytes": 9,)"
+        << R"( "stderr_tail": "", "stderr_bytes": 0}]})";
+  }
   // A result whose only invocation ended by `signal`, with the runner's own stop note `stopped_by`.
   void result(int signal, const std::string& stopped_by) const {
     std::ofstream(dir / "result-0.json") << R"({"index": 0, "id": "m0", "stopped_by": ")" << stopped_by
@@ -76,4 +83,43 @@ TEST_CASE("slurm: a command killed by SIGTERM in a task nobody cancelled keeps i
   auto reason = finished(f, "FAILED").reason;
   CHECK(reason.find("cancelled") == std::string::npos);
   CHECK(reason.find("SIGTERM") != std::string::npos);
+}
+
+// scancel signals a task's processes one by one: `sleep 60; echo ...` can print its line and exit
+// 0 once its sleep is killed, before the runner notes its own signal (seen once in a CI-like run).
+TEST_CASE("slurm: a command that finished as its task was cancelled is a cancelled run") {
+  Fixture f;
+  f.clean_result();
+  auto run = finished(f, "CANCELLED by 0");
+  CHECK(run.outcome == runner::Outcome::invalid);
+  CHECK(run.reason == "slurm task 42_0 was cancelled (CANCELLED by 0) as its command finished");
+  CHECK(run.samples.at("t") == std::vector<double>{1.0});  // what it printed stays in the record
+}
+
+TEST_CASE("slurm: after a cancel, a clean result waits for the task's Slurm state") {
+  Fixture f;
+  f.clean_result();
+  // Nobody cancelled: the result is read at once, as before.
+  CHECK(finished(f, "RUNNING").outcome == runner::Outcome::pass);
+  std::ofstream(f.dir / "cancel-requested") << "42\n";
+  CHECK(runner::slurm::cancel_requested(f.s));
+  CHECK_FALSE(runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "RUNNING"}}).has_value());
+  CHECK_FALSE(runner::slurm::finished_run(f.plan, f.s, f.t, {{0, "COMPLETING"}}).has_value());
+  // A task that had finished before the cancel keeps its result.
+  CHECK(finished(f, "COMPLETED").outcome == runner::Outcome::pass);
+  CHECK(finished(f, "CANCELLED").reason == "slurm task 42_0 was cancelled (CANCELLED) as its command finished");
+  // squeue no longer knows the job: the result is all there is.
+  auto run = runner::slurm::finished_run(f.plan, f.s, f.t, {});
+  REQUIRE(run.has_value());
+  CHECK(run->outcome == runner::Outcome::pass);
+}
+
+TEST_CASE("slurm: a run that is invalid on its own keeps its reason in a cancelled task") {
+  Fixture f;
+  std::ofstream(f.dir / "result-0.json")
+      << R"({"index": 0, "id": "m0", "stopped_by": "", "invocations": [{"exit_code": 3, "signal": null,)"
+      << R"( "timed_out": false, "duration_s": 1, "stdout": "", "stdout_bytes": 0, "stderr_tail": "", "stderr_bytes": 0}]})";
+  auto run = finished(f, "CANCELLED by 0");
+  CHECK(run.outcome == runner::Outcome::invalid);
+  CHECK(run.reason.find("exited with status 3") != std::string::npos);
 }

@@ -344,6 +344,18 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
   }
   // A task stopped by SIGTERM wrote its result on the way out; its Slurm state says why.
   if (!stopped_by.empty() && !states.empty() && (state.empty() || !terminal(state))) return std::nullopt;
+  // scancel signals the task's processes one by one, so a command can even finish normally
+  // because a child of it was killed (`sleep 60; echo ...` prints its line) before the runner
+  // notes its own signal: its result then looks like any other. After a cancel, a result is read
+  // only once Slurm has settled the task, and a task Slurm settled as cancelled is a cancelled
+  // run whatever its command printed (a task that had finished before keeps COMPLETED).
+  bool finished_as_cancelled = false;
+  if (stopped_by.empty() && !states.empty()) {
+    if (state.rfind("CANCELLED", 0) == 0)
+      finished_as_cancelled = true;
+    else if (cancel_requested(s) && (state.empty() || !terminal(state)))
+      return std::nullopt;
+  }
   std::vector<util::ProcessResult> results;
   for (const auto& inv : invocations) {
     util::ProcessResult r;
@@ -371,6 +383,9 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
                                                       : "was stopped";
     run.outcome = Outcome::invalid;
     run.reason = fmt::format("slurm task {} {} ({}{})", where, why, state.empty() ? "" : state + ", ", "the command got " + stopped_by);
+  } else if (finished_as_cancelled && run.outcome != Outcome::invalid) {  // (an invalid run keeps its own reason)
+    run.outcome = Outcome::invalid;
+    run.reason = fmt::format("slurm task {} was cancelled ({}) as its command finished", where, state);
   } else if (run.invocations.size() < static_cast<std::size_t>(t.repeats) && run.reason.empty()) {
     run.outcome = Outcome::invalid;
     run.reason = fmt::format("slurm task {} recorded {} of {} invocations", where, run.invocations.size(), t.repeats);
@@ -397,7 +412,14 @@ void mark_committed(const Submission& s, int index) {
 
 void mark_done(const Submission& s) { util::write_file_atomic(s.dir / "done", s.job_id + "\n"); }
 
+bool cancel_requested(const Submission& s) {
+  std::error_code ec;
+  return fs::exists(s.dir / "cancel-requested", ec);
+}
+
 void cancel(const Submission& s) {
+  // Before scancel: a collect that sees a task's result from now on waits for its Slurm state.
+  util::write_file_atomic(s.dir / "cancel-requested", s.job_id + "\n");
   auto r = call({"scancel", s.job_id});
   if (r.status != 0)
     throw Error(Exit::environment, fmt::format("scancel {} failed (exit {}): {}", s.job_id, r.status, util::trim(util::utf8_tail(r.err, 400))));

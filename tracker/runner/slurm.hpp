@@ -70,8 +70,12 @@ bool is_committed(const Submission& s, int index);
 void mark_committed(const Submission& s, int index);
 void mark_done(const Submission& s);
 
-// scancel of the whole array. Throws Error(environment) when scancel cannot run.
+// scancel of the whole array, after leaving the marker cancel_requested() reads. Throws
+// Error(environment) when scancel cannot run.
 void cancel(const Submission& s);
+// True once cancel() was called for the submission: finished_run then reads a result only after
+// Slurm has settled its task.
+bool cancel_requested(const Submission& s);
 
 // The node side: runs task `index` of the submission in `dir` and writes result-<index>.json
 // atomically (also when SIGTERM from scancel or the time limit stops it). `environment_json`
