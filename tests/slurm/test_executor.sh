@@ -92,13 +92,18 @@ expect_rc 1 ab run
 expect_match "$OUT" "run [0-9] x=2: invalid  — command timed out after 2 s"
 expect_eq "$(json "$(rec 2)" 'd["invocations"][0]["timed_out"]')" true
 
+# ab run --detach, then wait (5 s at most) until a task of its job runs; sets $job.
+detach_until_running() {
+  expect_rc 0 ab run --detach
+  job=$(sed -n 's/^submitted slurm job \([0-9]*\).*/\1/p' "$OUT")
+  for i in $(seq 1 50); do squeue -h -j "$job" -t running | grep -q . && break; sleep 0.1; done
+}
+
 step "cancel: scancel, and the cancelled tasks become invalid runs with the reason"
 new_repo cancel
 # (a timeout longer than the cancel takes on a busy machine: past 2 s a task would time out first)
 TIMEOUT=30 plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
-expect_rc 0 ab run --detach
-job=$(sed -n 's/^submitted slurm job \([0-9]*\).*/\1/p' "$OUT")
-for i in $(seq 1 50); do squeue -h -j "$job" -t running | grep -q . && break; sleep 0.1; done
+detach_until_running
 expect_rc 0 ab cancel
 expect_contains "$ERR" "cancelled slurm job $job"
 expect_eq "$(git ls-tree --name-only HEAD runs/sl/ | wc -l)" 3
@@ -113,9 +118,7 @@ step "cancel: a command that prints its metrics as it is cancelled is still a ca
 # clean result (as `sleep 60; echo` does when only its sleep is hit first).
 new_repo cancel_clean
 TIMEOUT=30 plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; sleep 60 & wait'"
-expect_rc 0 ab run --detach
-job=$(sed -n 's/^submitted slurm job \([0-9]*\).*/\1/p' "$OUT")
-for i in $(seq 1 50); do squeue -h -j "$job" -t running | grep -q . && break; sleep 0.1; done
+detach_until_running
 sleep 0.5  # the running tasks' shells have set their trap
 expect_rc 0 ab cancel
 expect_eq "$(git ls-tree --name-only HEAD runs/sl/ | wc -l)" 3

@@ -5,14 +5,7 @@
 set -u
 bench="$1"
 tools="$(cd "$(dirname "$0")/../tools" && pwd)"
-fail=0
-pass=0
-check() {  # check DESCRIPTION COMMAND...
-  local what="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAILED: $what"; fail=$((fail + 1)); fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 
 shape="--batch 2 --heads 32 --topk 128 --pool 512"
 for rep in 1 2; do
@@ -50,5 +43,4 @@ check "a (the baseline) has no comparison" grep -Eq ' a +10\.10 +10\.00-10\.20 +
 : >"$tmp/empty.jsonl"
 check "an empty file says so" test "$(python3 "$tools/ab_summary.py" "$tmp/empty.jsonl")" = "no result lines"
 
-echo "$pass checks passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

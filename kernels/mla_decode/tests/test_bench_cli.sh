@@ -3,14 +3,7 @@
 # one JSON object with the contract's fields as its last stdout line.
 set -u
 bench="$1"
-fail=0
-pass=0
-check() {  # check DESCRIPTION COMMAND...
-  local what="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAILED: $what"; fail=$((fail + 1)); fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 
 "$bench" --batch 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "--batch 0 exits 2 (got $rc)" test "$rc" -eq 2
@@ -62,5 +55,4 @@ assert j["rel_err"] <= 6.7e-3 and j["corruption_pct"] == 0, j
 assert j["feasible"] is True and j["device"] == "cpu" and j["splits"] == 3 and j["splits_used"] == 3, j
 ' "$tmp/json"
 fi
-echo "$pass passed, $fail failed"
-test "$fail" -eq 0
+checks_done

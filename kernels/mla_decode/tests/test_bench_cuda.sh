@@ -3,14 +3,7 @@
 # reason; a small feasible run prints a passing result. Exit 77 (skip) without a GPU.
 set -u
 bench="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-check() {
-  local what="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else echo "FAILED: $what"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/checks.sh"
 "$bench" --device cuda --batch 2 --topk 2048 --pool 4096 --warps 4 --tile 64 --stages 4 --splits 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ "$rc" -eq 1 ] && grep -q -e 'no CUDA device' -e 'cudaGetDeviceCount' -e 'not sm_90' "$tmp/err"; then
   echo "skipped: $(cat "$tmp/err")"
@@ -27,5 +20,4 @@ check "check passed" grep -q '"check_passed": true' "$tmp/out"
 check "--l2-flush clean run exits 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
 check "--l2-flush clean check passed" grep -q '"check_passed": true' "$tmp/out"
 check "--l2-flush clean reported" grep -q '"l2_flush": "clean"' "$tmp/out"
-echo "$pass passed, $fail failed"
-test "$fail" -eq 0
+checks_done
