@@ -5,6 +5,7 @@ variant (the baseline) the difference and whether every repetition was below (or
 one of the baseline's. Usage: ab_summary.py ab.jsonl"""
 import collections
 import json
+import signal
 import statistics
 import sys
 
@@ -51,4 +52,5 @@ def main(path):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
     main(sys.argv[1])
