@@ -71,7 +71,6 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #ifndef ABTRACK_WGMMA_PRODUCER_KS
 #define ABTRACK_WGMMA_PRODUCER_KS 1
 #endif
-
 constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
 static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
 constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
@@ -702,9 +701,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const std::uint64_t qr_desc = smem_desc(qr_s + wg * 2 * 1024, 512, 128);
   const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
   const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
-  // This thread's A rows are tokens t0 and t0 + 8; its words of them go to the f16 tile at kv_w
-  // (+ 2048 per k-step: position block 2 k (even dims) and + 1024 for 2 k + 1 (odd dims); + 128
-  // for token t0 + 8).
+  // This thread's A rows are tokens t0 and t0 + 8; its warp's fragments of them go to the f16
+  // tile by stsm_x4 at kv_m (this lane's row address; + 2048 per k-step: position block 2 k (even
+  // dims), 2 k + 1 (odd dims) 1024 on, the second token block 128 on).
   const int t0 = 16 * wl + g;
   const std::uint32_t kv_m = stsm_kstep_addr(kv_s + wg * 16 * 2048 + (2 * wl) * 128, lane);
   // P through stsm_x4_trans: matrix l / 8 of lane l is (token block 2 wl + l / 8 % 2, head block
@@ -771,9 +770,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // (done now). One stmatrix of a warp fills four 128-byte core matrices.
     if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
 #pragma unroll
-    for (int ks = 0; ks < 16 - kPks; ++ks) {
-      stsm_x4(kv_m + ks * 2048, a[ks]);
-    }
+    for (int ks = 0; ks < 16 - kPks; ++ks) stsm_x4(kv_m + ks * 2048, a[ks]);
     // Each warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's
     // partial for them, swapped through shared memory in accumulator order (the same thread of
     // the other warpgroup holds the same rows and columns).
@@ -781,22 +778,22 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // (16-byte vectors: session 13, with the stmatrix stores, against 4-byte words 0.1-0.5 us)
     float4* const xchg4 = reinterpret_cast<float4*>(xchg_s);  // [2 wg][2 halves][128 threads]
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        float v[4];
+    for (int q = 0; q < 2; ++q) {
+      float v[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
-        xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
-      }
+      for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
+      xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
+    }
     named_sync(kBarMath, kMathThreads);  // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
     if (tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
     float sacc[8];
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        const float4 v = xchg4[((1 - wg) * 2 + q) * 128 + wt];
-        const float o[4] = {v.x, v.y, v.z, v.w};
+    for (int q = 0; q < 2; ++q) {
+      const float4 v = xchg4[((1 - wg) * 2 + q) * 128 + wt];
+      const float o[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int i = 0; i < 4; ++i) sacc[4 * q + i] = (wg ? sfull[8 + 4 * q + i] : sfull[4 * q + i]) + o[i];
-      }
+      for (int i = 0; i < 4; ++i) sacc[4 * q + i] = (wg ? sfull[8 + 4 * q + i] : sfull[4 * q + i]) + o[i];
+    }
     ABTRACK_PHASE(3);
 
     // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
