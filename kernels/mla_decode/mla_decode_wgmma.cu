@@ -24,12 +24,13 @@
 // reads; the producers convert the last one from the raw rows meanwhile, then refill the slot
 // with a later tile, whose gather overlaps everything after), then the softmax, then O^T is
 // issued and left running. Q is scaled per head row by a power of two into f16's range (undone
-// in the softmax); RoPE products stay bf16. P is written with the running maxima at once; the
-// softmax's rescaling check is a flag read after the barrier before O^T. The epilogue writes
-// from the accumulators. With splits there is no combine kernel: 2, 4 or 8 splits run as a
-// cluster whose CTAs combine each other's accumulators through distributed shared memory; other
-// counts are combined by the last CTA of a (batch row, head block) to finish. Design and
-// measurements: docs/mla-decode-kernels.md, sessions 4 to 12.
+// in the softmax); RoPE products stay bf16. The V tile's k-steps and P are stored with stmatrix.
+// P is written with the running maxima at once; the softmax's rescaling check is a flag read
+// after the barrier before O^T. The epilogue writes from the accumulators. With splits there is
+// no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
+// accumulators through distributed shared memory; other counts are combined by the last CTA of a
+// (batch row, head block) to finish, from f16 partials. Design and measurements:
+// docs/mla-decode-kernels.md, sessions 4 to 13.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 

@@ -106,6 +106,8 @@ TIMEOUT=30 plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
 detach_until_running
 expect_rc 0 ab cancel
 expect_contains "$ERR" "cancelled slurm job $job"
+# the marker that makes collects wait for the tasks' final states, left before scancel
+expect_eq "$(grep -lx "$job" .git/abtrack/slurm/*/cancel-requested | wc -l)" 1
 expect_eq "$(git ls-tree --name-only HEAD runs/sl/ | wc -l)" 3
 expect_contains "$(git log -1 --format=%B)" "Abtrack-Outcome: invalid"
 expect_match "$(json "$(rec 1)" 'd["reason"]')" "slurm task ${job}_0 was cancelled \\(CANCELLED"
