@@ -119,9 +119,11 @@ step "cancel: a command that prints its metrics as it is cancelled is still a ca
 # scancel signals the task's processes one by one; this command answers its SIGTERM with a
 # clean result (as `sleep 60; echo` does when only its sleep is hit first).
 new_repo cancel_clean
-TIMEOUT=30 plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; sleep 60 & wait'"
+# Each running task leaves ready.X once its trap is set (max_parallel 2: x=1 and x=2 run).
+TIMEOUT=30 plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; touch $WORK/ready.{x}; sleep 60 & wait'"
 detach_until_running
-sleep 0.5  # the running tasks' shells have set their trap
+for i in $(seq 1 100); do [ "$(ls "$WORK"/ready.* 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+expect_eq "$(ls "$WORK"/ready.* | wc -l)" 2 "two tasks run with their trap set"
 expect_rc 0 ab cancel
 expect_eq "$(git ls-tree --name-only HEAD runs/sl/ | wc -l)" 3
 expect_eq "$(git log --format='%(trailers:key=Abtrack-Outcome,valueonly)' | grep -c invalid)" 3

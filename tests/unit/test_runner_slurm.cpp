@@ -114,12 +114,17 @@ TEST_CASE("slurm: after a cancel, a clean result waits for the task's Slurm stat
   CHECK(run->outcome == runner::Outcome::pass);
 }
 
-TEST_CASE("slurm: a run that is invalid on its own keeps its reason in a cancelled task") {
+// The command's own failure is most likely the cancel's doing (seen in CI: a task's shell ended
+// before its SIGTERM trap printed anything): the reason names the cancel first, then the failure.
+TEST_CASE("slurm: a run that is invalid on its own in a cancelled task names the cancel, then its reason") {
   Fixture f;
   std::ofstream(f.dir / "result-0.json")
       << R"({"index": 0, "id": "m0", "stopped_by": "", "invocations": [{"exit_code": 3, "signal": null,)"
       << R"( "timed_out": false, "duration_s": 1, "stdout": "", "stdout_bytes": 0, "stderr_tail": "", "stderr_bytes": 0}]})";
   auto run = finished(f, "CANCELLED by 0");
   CHECK(run.outcome == runner::Outcome::invalid);
+  CHECK(run.reason.rfind("slurm task 42_0 was cancelled (CANCELLED by 0) as its command finished (", 0) == 0);
   CHECK(run.reason.find("exited with status 3") != std::string::npos);
+  // Nobody cancelled it: the failure is the whole reason.
+  CHECK(finished(f, "COMPLETED").reason.rfind("slurm task", 0) == std::string::npos);
 }

@@ -383,9 +383,13 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
                                                       : "was stopped";
     run.outcome = Outcome::invalid;
     run.reason = fmt::format("slurm task {} {} ({}{})", where, why, state.empty() ? "" : state + ", ", "the command got " + stopped_by);
-  } else if (finished_as_cancelled && run.outcome != Outcome::invalid) {  // (an invalid run keeps its own reason)
+  } else if (finished_as_cancelled) {
+    // The cancel comes first: a command that fails as it is cancelled (no output yet, status 143
+    // from a killed child) most likely failed because of it; its own reason follows.
+    std::string own = run.outcome == Outcome::invalid ? run.reason : "";
     run.outcome = Outcome::invalid;
-    run.reason = fmt::format("slurm task {} was cancelled ({}) as its command finished", where, state);
+    run.reason = fmt::format("slurm task {} was cancelled ({}) as its command finished{}", where, state,
+                             own.empty() ? "" : " (" + own + ")");
   } else if (run.invocations.size() < static_cast<std::size_t>(t.repeats) && run.reason.empty()) {
     run.outcome = Outcome::invalid;
     run.reason = fmt::format("slurm task {} recorded {} of {} invocations", where, run.invocations.size(), t.repeats);
