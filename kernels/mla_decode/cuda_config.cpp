@@ -20,7 +20,7 @@ std::string validate_config(const CudaConfig& c) {
 std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   // Must match the carve-up in mla_decode_kernels.cu.
   if (c.math == Math::wgmma)  // must match mla_decode_wgmma.cu
-    return 65536 + 32768 + 4096 + 4096 + 8192 + static_cast<std::size_t>(c.stages) * 41 * 64 * 16 + (2 * 4 * 16 + 4 * 32) * 4 + 16 + 8 +
+    return 65536 + 32768 + 4096 + 4096 + 8192 + static_cast<std::size_t>(c.stages) * 41 * 64 * 16 + (2 * 4 * 16 + 4 * 32) * 4 + 16 + 8 + 8 * 2 * 32 * 4 +
            static_cast<std::size_t>(tiles_per_split) * c.tile * 4;
   std::size_t bytes = 0;
   bytes += 2 * (kDimQk / 16) * 32 * 16;                                          // Q A fragments

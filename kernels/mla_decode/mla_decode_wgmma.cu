@@ -28,9 +28,10 @@
 // P is written with the running maxima at once; the softmax's rescaling check is a flag read
 // after the barrier before O^T. The epilogue writes from the accumulators. With splits there is
 // no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
-// accumulators through distributed shared memory; other counts are combined by the last CTA of a
-// (batch row, head block) to finish, from f16 partials. Design and measurements:
-// docs/mla-decode-kernels.md, sessions 4 to 13.
+// accumulators through distributed shared memory (m and l pushed to every CTA before the first
+// cluster barrier, the second one's wait left for the exit); other counts are combined by the last
+// CTA of a (batch row, head block) to finish, from f16 partials. Design and measurements:
+// docs/mla-decode-kernels.md, sessions 4 to 14.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -162,11 +163,13 @@ __device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::u
 }
 
 // Thread block clusters: a barrier of every thread of the cluster (release / acquire: the shared
-// memory written before it is seen by every CTA after it), this CTA's rank, and loads from the
-// shared memory of CTA `rank` at the place of a local address.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+// memory written before the arrival is seen by every CTA after the wait), in one or in two parts,
+// this CTA's rank, and stores to and loads from the shared memory of CTA `rank` at the place of a
+// local address.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_sync() { cluster_arrive(), cluster_wait(); }
 __device__ __forceinline__ int cluster_rank() {
   int r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -177,10 +180,8 @@ __device__ __forceinline__ std::uint32_t cluster_addr(const void* p, int rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem_addr(p)), "r"(rank));
   return r;
 }
-__device__ __forceinline__ float ld_cluster(std::uint32_t addr) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
-  return v;
+__device__ __forceinline__ void st_cluster(std::uint32_t addr, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
 __device__ __forceinline__ float4 ld_cluster4(std::uint32_t addr) {
   float4 v;
@@ -447,7 +448,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
   std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
   int* flag_s = reinterpret_cast<int*>(full_s + 2);  // [2] by tile parity: some column's maximum moved
-  std::int32_t* idx_s = flag_s + 2;
+  float* peer_ml_s = reinterpret_cast<float*>(flag_s + 2);  // [8 ranks][m, l][32 heads]: the cluster's m and l
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(peer_ml_s + 8 * 2 * kHeads);
 
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
@@ -459,6 +461,9 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const int g = lane >> 2;
   const int t4 = lane & 3;
   const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
+  // Distributed shared memory may be written only once its CTA has started: every thread arrives
+  // here and waits (long after) before the first remote store (the m and l pushed at the end).
+  if (clustered) cluster_arrive_relaxed();
   const int stages = p.stages;
 
   // The math warps' Q rows (12 loads each, converted below) in flight with the index loads.
@@ -515,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
     if (pw >= kProducers) {
-      if (clustered) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
+      if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
       return;
     }
     constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
@@ -597,7 +602,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         parity ^= slot == 0 ? 1u : 0u;
       }
     }
-    if (clustered) cluster_sync(), cluster_sync();  // the math warps' two cluster barriers
+    if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
     return;
   }
 
@@ -928,12 +933,25 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     }
   }
   named_sync(kBarMath, kMathThreads);
+  if (clustered) cluster_wait();  // every CTA of the cluster has started (the arrival at the start)
   if (tid < kHeads) {
     const int wgh = tid >> 4, col = tid & 15;
     float l = 0.0f;
 #pragma unroll
     for (int w = 0; w < 4; ++w) l += red_s[(wgh * 4 + w) * 16 + col];
     l_s[tid] = l;
+    if (clustered) {
+      // This CTA's m and l into every CTA's peer_ml_s[rank]: remote stores, which nobody waits
+      // for (the cluster barrier below makes them visible), where the combine's weights loaded
+      // them from the other CTAs after that barrier (session 14, with the early arrival below).
+      const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;
+      const int rank = cluster_rank();
+      const float m = m_s[tid];
+      for (int k = 0; k < splits; ++k) {
+        st_cluster(cluster_addr(peer_ml_s + rank * 2 * kHeads + tid, k), m);
+        st_cluster(cluster_addr(peer_ml_s + (rank * 2 + 1) * kHeads + tid, k), l);
+      }
+    }
     if (head0 + tid < p.heads && !clustered) {
       const float lse2 = m_s[tid] + log2f(l);
       const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
@@ -975,8 +993,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       float mk[8], lk[8], big = kMinusBig;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        mk[k] = k < splits ? ld_cluster(cluster_addr(m_s + tid, k)) : kMinusBig;
-        lk[k] = k < splits ? ld_cluster(cluster_addr(l_s + tid, k)) : 0.0f;
+        mk[k] = k < splits ? peer_ml_s[k * 2 * kHeads + tid] : kMinusBig;
+        lk[k] = k < splits ? peer_ml_s[(k * 2 + 1) * kHeads + tid] : 0.0f;
         big = fmaxf(big, mk[k]);
       }
       float sum = 0.0f;
@@ -1017,6 +1035,10 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       }
     }
     ABTRACK_STAMP(14);  // the others' blocks added
+    // Done reading the other CTAs: the arrival now, the wait (that they are done reading this
+    // one) only before the CTA leaves, so the stores below overlap the slower CTA's reads
+    // (session 14: CTA 0's second barrier 1.5 K cycles -> 50).
+    cluster_arrive();
 #pragma unroll
     for (int mb = 0; mb < 4; ++mb)
       if (mine[mb])
@@ -1029,7 +1051,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
                                               d_thread + 64 * mb) = as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
         }
     ABTRACK_STAMP(8);  // combined and stored
-    cluster_sync();  // the other CTAs are done reading this one's shared memory
+    cluster_wait();  // the other CTAs are done reading this one's shared memory
     ABTRACK_STAMP(9);
     ABTRACK_CTA_SPAN();
     return;

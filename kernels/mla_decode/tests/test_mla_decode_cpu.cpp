@@ -110,8 +110,9 @@ MLA_TEST("splits") {
     MLA_CHECK(mla::validate_config(bad).find("math wgmma needs warps 8, tile 64 and dequant bits") == 0,
               "outside the wgmma family: '%s'", mla::validate_config(bad).c_str());
   const mla::Feasibility w2 = mla::cuda_feasibility(wg, 16, mla::kSm90SmemOptin);
-  // V tile, Q, Q RoPE, P, S^T partials, 2 raw stages, reductions (1,024), mbarriers and rescale flags (24), indices
-  MLA_CHECK(w2.feasible && w2.smem_bytes == 65536 + 32768 + 4096 + 4096 + 8192 + 2 * 41984 + 1048 + 16 * 256,
+  // V tile, Q, Q RoPE, P, S^T partials, 2 raw stages, reductions (1,024), mbarriers and rescale flags (24),
+  // the cluster's m and l (2,048), indices
+  MLA_CHECK(w2.feasible && w2.smem_bytes == 65536 + 32768 + 4096 + 4096 + 8192 + 2 * 41984 + 1048 + 2048 + 16 * 256,
             "wgmma, 2 stages: %zu bytes", w2.smem_bytes);
   mla::CudaConfig wg3 = wg;
   wg3.stages = 3;
