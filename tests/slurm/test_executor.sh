@@ -22,7 +22,7 @@ baseline: {x: 1}
 command: $1
 metrics: {t: {json: t, better: lower}}
 gates: [t < 25]
-timeout: ${TIMEOUT:-2}
+timeout: ${TIMEOUT:-20}
 executor: slurm
 slurm: {gres: 'gpu:1', max_parallel: 2, time: 2}
 ${2:-}
@@ -87,7 +87,7 @@ expect_fsck
 
 step "a command past the plan's timeout is an invalid run, as locally"
 new_repo timeout
-plan "'if [ {x} = 2 ]; then sleep 30; fi; echo \"{\\\"t\\\": \"{x}\"}\"'"
+TIMEOUT=2 plan "'if [ {x} = 2 ]; then sleep 30; fi; echo \"{\\\"t\\\": \"{x}\"}\"'"
 expect_rc 1 ab run
 expect_match "$OUT" "run [0-9] x=2: invalid  — command timed out after 2 s"
 expect_eq "$(json "$(rec 2)" 'd["invocations"][0]["timed_out"]')" true
@@ -101,8 +101,7 @@ detach_until_running() {
 
 step "cancel: scancel, and the cancelled tasks become invalid runs with the reason"
 new_repo cancel
-# (a timeout longer than the cancel takes on a busy machine: past 2 s a task would time out first)
-TIMEOUT=30 plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
+plan "'sleep 60; echo \"{\\\"t\\\": 1}\"'"
 detach_until_running
 expect_rc 0 ab cancel
 expect_contains "$ERR" "cancelled slurm job $job"
@@ -120,7 +119,7 @@ step "cancel: a command that prints its metrics as it is cancelled is still a ca
 # clean result (as `sleep 60; echo` does when only its sleep is hit first).
 new_repo cancel_clean
 # Each running task leaves ready.X once its trap is set (max_parallel 2: x=1 and x=2 run).
-TIMEOUT=30 plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; touch $WORK/ready.{x}; sleep 60 & wait'"
+plan "'trap ''echo \"{\\\"t\\\": 1}\"; exit 0'' TERM; touch $WORK/ready.{x}; sleep 60 & wait'"
 detach_until_running
 for i in $(seq 1 100); do [ "$(ls "$WORK"/ready.* 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
 expect_eq "$(ls "$WORK"/ready.* | wc -l)" 2 "two tasks run with their trap set"
