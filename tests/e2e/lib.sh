@@ -131,6 +131,9 @@ expect_rc() {
 }
 
 # _content ARG: the file's content when ARG is an existing file, else ARG itself.
+# (The searches below read all of their input: under pipefail, `grep -q` leaving at the first
+# match kills the writer of the rest with SIGPIPE — bash's printf writes a text in pieces — and
+# the pipeline then reads as "no match": a flaky failure, or a missed one in the negated checks.)
 _content() {
   if [ -f "$1" ]; then cat -- "$1"; else printf '%s' "$1"; fi
 }
@@ -141,7 +144,7 @@ _what() {
 # expect_contains FILE|TEXT PATTERN [MSG]: fixed-string search.
 expect_contains() {
   CHECKS=$((CHECKS + 1))
-  if ! _content "$1" | grep -qF -- "$2"; then
+  if ! _content "$1" | grep -F -- "$2" >/dev/null; then
     fail "${3:-$(_what "$1") does not contain '$2'}"
     if [ -f "$1" ]; then sed -n '1,40s/^/      /p' "$1" >&2; fi
     return 1
@@ -150,7 +153,7 @@ expect_contains() {
 
 expect_not_contains() {
   CHECKS=$((CHECKS + 1))
-  if _content "$1" | grep -qF -- "$2"; then
+  if _content "$1" | grep -F -- "$2" >/dev/null; then
     fail "${3:-$(_what "$1") contains '$2' but should not}"
     if [ -f "$1" ]; then sed -n '1,40s/^/      /p' "$1" >&2; fi
     return 1
@@ -160,7 +163,7 @@ expect_not_contains() {
 # expect_match FILE|TEXT ERE [MSG]: extended-regex search.
 expect_match() {
   CHECKS=$((CHECKS + 1))
-  if ! _content "$1" | grep -qE -- "$2"; then
+  if ! _content "$1" | grep -E -- "$2" >/dev/null; then
     fail "${3:-$(_what "$1") does not match /$2/}"
     if [ -f "$1" ]; then sed -n '1,40s/^/      /p' "$1" >&2; fi
     return 1
@@ -169,7 +172,7 @@ expect_match() {
 
 expect_not_match() {
   CHECKS=$((CHECKS + 1))
-  if _content "$1" | grep -qE -- "$2"; then
+  if _content "$1" | grep -E -- "$2" >/dev/null; then
     fail "${3:-$(_what "$1") matches /$2/ but should not}"
     if [ -f "$1" ]; then sed -n '1,40s/^/      /p' "$1" >&2; fi
     return 1
@@ -295,6 +298,30 @@ expect_fsck() {
   CHECKS=$((CHECKS + 1))
   if ! git fsck --strict --no-progress >"$WORK/fsck.out" 2>&1; then
     fail "git fsck failed"; sed 's/^/      /' "$WORK/fsck.out" >&2
+  fi
+}
+
+# expect_records_valid FILE...: every record validates against docs/run-record.schema.json.
+expect_records_valid() {
+  CHECKS=$((CHECKS + 1))
+  local out
+  if ! out=$("$PY" - "$E2E_DIR/../../docs/run-record.schema.json" "$@" 2>&1 <<'PY'
+import json, sys
+import jsonschema
+with open(sys.argv[1]) as f:
+    schema = json.load(f)
+bad = []
+for name in sys.argv[2:]:
+    with open(name) as f:
+        try:
+            jsonschema.validate(json.load(f), schema)
+        except jsonschema.ValidationError as e:
+            bad.append(f"{name}: {e.message[:300]} at {list(e.absolute_path)}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+  ); then
+    fail "records do not match docs/run-record.schema.json:"; printf '%s\n' "$out" | sed 's/^/      /' >&2
   fi
 }
 
