@@ -20,7 +20,7 @@ _abtrack() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="init step run status log render verify compare export help"
+  local commands="init step run status log render verify compare export collect cancel help"
   local global="-p --plan -q --quiet --version --help"
 
   case $prev in
@@ -67,6 +67,7 @@ _abtrack() {
     status | log) opts="--json" ;;
     compare) opts="--metric --json --samples --better --alpha --min-effect" ;;
     export) opts="--format --cells" ;;
+    collect) opts="--wait" ;;
     help)
       COMPREPLY=($(compgen -W "$commands" -- "$cur"))
       return 0

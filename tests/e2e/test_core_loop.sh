@@ -49,6 +49,7 @@ expect_eq "$(git symbolic-ref HEAD)" refs/heads/main "HEAD still on main"
 expect_clean "after run"
 expect_fsck
 expect_eq "$(ls runs/core | tr '\n' ' ')" "0001.json 0002.json 0003.json 0004.json 0005.json 0006.json 0007.json " "records 1..7"
+expect_records_valid runs/core/*.json
 
 step "per-commit contents and trailers"
 fails=0
@@ -101,6 +102,10 @@ expect_eq "$(json runs/core/0001.json 'len(d["metrics"]["time_us"]["samples"])')
 expect_eq "$(json runs/core/0001.json 'd["schema"]')" 1 "schema 1"
 expect_eq "$(json runs/core/0001.json 'sorted(k for k in ["schema","experiment","run","cell","command","started","finished","outcome","reason","invocations","metrics","gates","comparison","code","env","abtrack_version","plan_sha256"] if k not in d)')" "[]" "record has every documented key"
 expect_eq "$(json runs/core/0005.json 'd["comparison"] is not None')" true "a non-baseline cell has a comparison"
+c5=$(git log --format='%H %(trailers:key=Abtrack-Run,valueonly)' | awk '$2 == 5 {print $1}')
+expect_match "$(git log -1 --format=%b "$c5")" \
+  "^time_us median [0-9.]+ \(n=4\) vs baseline [0-9.]+ \(n=4, pool to run 1\); [-+][0-9.]+% (better|worse|~|equivalent|inconclusive)$" \
+  "run 5's commit body compares with the baseline's pool"
 
 step "verify, status"
 expect_rc 0 ab verify

@@ -33,6 +33,7 @@ done
 order_one=$(git log --reverse --format='%(trailers:key=Abtrack-Cell,valueonly)' | sed '/^$/d' | tr '\n' '|')
 expect_contains "$(ab status)" "pool of 3" "status shows pooled runs"
 expect_eq "$(json runs/rounds/0012.json 'd["metrics"]["t"]["summary"]["n"]')" 3 "one run has its own 3 samples"
+expect_records_valid runs/rounds/*.json
 row=$(sed -n '/begin results/,/end results/p' AB.md | grep '^| b | 2 |')
 expect_match "$row" '^\| b \| 2 \| 9 \|' "the results row pools 9 samples of 3 runs ($row)"
 expect_contains "$(sed -n '/begin summary/,/end summary/p' AB.md)" "1 fixed + 10 per x" "the model fits t = 1 + 10x per variant"

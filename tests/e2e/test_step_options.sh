@@ -96,5 +96,6 @@ expect_eq "$(git rev-parse HEAD)" "$H" "no commit for a missing --record file"
 expect_clean
 expect_rc 0 ab verify
 expect_fsck
+expect_records_valid runs/opts/*.json  # --metric, --record and command runs
 
 done_testing

@@ -23,8 +23,10 @@ const std::vector<Command>& commands() {
        "that has no run yet.\n"
        "  --cell k=v,...      run this cell (every axis named), even if it has runs already\n"
        "  --record FILE       do not run anything: read the metrics from FILE as if it were the command's stdout\n"
-       "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c)\n"
-       "Refuses (exit 3) before running when the document or a record has uncommitted changes.\n"
+       "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c), in\n"
+       "                      the metric's unit: a plan's scale: is not applied to them\n"
+       "Refuses (exit 3) before running when the document or its plot has uncommitted changes (an edited\n"
+       "record is left alone and never committed; `abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
       {"run", "run [--rounds R] [--seed S] [--all] [--jobs N] [--detach]", "step through every pending cell, one commit each",
@@ -43,9 +45,11 @@ const std::vector<Command>& commands() {
        "A cell's runs on the same code pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
-      {"status", "status [--json]", "every cell with its latest outcome, or pending",
-       "Lists every cell of the plan with the outcome of its latest committed run and the medians of its\n"
-       "metrics, or `pending`. --json prints an object with counts and one entry per cell.",
+      {"status", "status [--json]", "every cell with its pool's outcome, or pending",
+       "Lists every cell of the plan with the outcome of its pool (its committed runs on the code of its\n"
+       "latest run: invalid when that run is, fail when any run of the pool failed a gate, else pass), the\n"
+       "latest run and the pooled medians of its metrics, or `pending`. --json prints an object with counts\n"
+       "and one entry per cell.",
        cmd_status},
       {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"

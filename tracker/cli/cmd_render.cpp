@@ -122,7 +122,7 @@ int cmd_verify(const Args& args) {
   }
   for (const auto& p : problems) fmt::print(stderr, "abtrack: {}\n", p);
   if (render_fixes)
-    fmt::print(stderr, "abtrack: hint: `abtrack render` redraws the document's regions and its plot from the records\n");
+    fmt::print(stderr, "  hint: `abtrack render` redraws the document's regions and its plot from the records\n");
   if (!diffs.empty()) fmt::print("{}", diffs);
   return static_cast<int>(Exit::run_failed);
 }

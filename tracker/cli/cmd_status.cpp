@@ -1,4 +1,4 @@
-// `abtrack status`: every cell with its latest outcome, or pending.
+// `abtrack status`: every cell with its pool's outcome, or pending.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -176,6 +176,9 @@ int cmd_run(const Args& args) {
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
   if (detach && !slurm) throw Error(Exit::usage, "--detach needs executor: slurm in the plan");
   if (jobs && slurm) throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
+  if (rounds > 1 && slurm)
+    throw Error(Exit::usage, "--rounds is for the local executor; with executor: slurm each cell is one task of the job array",
+                "run `abtrack run --all` again for another round");
   if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
     throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs, ctx.plan.gpus.size()));
   bool dirty = preflight(ctx);
@@ -187,7 +190,7 @@ int cmd_run(const Args& args) {
   }
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
-  if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);  // rounds: one task per cell
+  if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);

@@ -33,7 +33,9 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
     if (m.metric != metric) continue;
     const auto& r = m.result;
     std::string verdict = r.verdict == stats::Verdict::same ? "~" : std::string(stats::to_string(r.verdict));
-    return fmt::format("baseline run {} {}; {:+.1f}% {}", c.baseline_run, util::format_number(r.median_a), r.delta_pct, verdict);
+    // The baseline's samples are its pool (its runs on one code identity), up to its latest run.
+    return fmt::format("baseline {} (n={}, pool to run {}); {:+.1f}% {}", util::format_number(r.median_a), r.n_a,
+                       c.baseline_run, r.delta_pct, verdict);
   }
   return {};
 }

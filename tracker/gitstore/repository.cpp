@@ -260,7 +260,7 @@ git_signature* make_signature(git_repository* repo, const char* who) {
     throw Error(Exit::environment,
                 fmt::format("no git identity: {} is not set", !name ? "user.name" : "user.email"),
                 "run git config --global user.name \"Your Name\" and git config --global user.email you@example.com "
-                "(or set GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)");
+                "(or set GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL and GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL)");
   git_signature* sig = nullptr;
   check_git(git_signature_now(&sig, name->c_str(), email->c_str()), "making the commit signature");
   return sig;

@@ -812,7 +812,7 @@ Plan load_plan(const fs::path& file, const std::string& display_name, const fs::
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no plan at {}", display_name),
-                "write abtrack.yaml (see `abtrack help init`) or name the plan with -p FILE");
+                "write abtrack.yaml (every key is in docs/plan.md; examples/occupancy/abtrack.yaml is a whole one) or name the plan with -p FILE");
   std::string text = util::read_file(file);
   Plan plan = parse_plan(text, display_name, repo_root);
   plan.file = fs::absolute(file).lexically_normal();
