@@ -111,4 +111,38 @@ expect_eq "$(json runs/userrepo/0003.json 'd["code"]["dirty"]')" false "an ignor
 expect_eq "$(git for-each-ref --format='%(refname)' refs/abtrack | tr '\n' ' ')" "refs/abtrack/snapshots/userrepo/1 " "only the dirty run has a snapshot ref"
 expect_fsck
 
+step "an edit of the document made while the run goes on stays the user's, unstaged"
+new_repo during
+# The command edits the document itself, as a user would while it runs.
+cat >abtrack.yaml <<'EOF'
+experiment: during
+doc: AB.md
+axes:
+  n: [1, 2]
+command: "printf '\\nmy note\\n' >>AB.md; echo '{\"t\": 1}'"
+metrics:
+  t: {json: t}
+EOF
+git_commit_all "user: plan"
+expect_rc 0 ab init
+expect_rc 0 ab step
+expect_contains "$ERR" "AB.md in the work tree is not what the run committed"
+expect_eq "$(git status --porcelain)" " M AB.md" "the edit is unstaged; nothing of the commit is staged to be undone"
+expect_eq "$(tail -n 1 AB.md)" "my note" "the edit is kept in the work tree"
+printf 'x\n' >other.txt && git add other.txt && git commit -q -m "user: other" || fail "user commit"
+expect_eq "$(git show --name-only --format= HEAD)" "other.txt" "the user's next commit holds only what they staged"
+expect_true "the run's record is still in HEAD" git cat-file -e HEAD:runs/during/0001.json
+expect_eq "$(git diff HEAD~1 HEAD -- AB.md runs)" "" "the user's commit does not revert the run"
+
+step "a file of the user's at the next record's path stays theirs, unstaged"
+git checkout -q AB.md
+printf '{"mine": true}\n' >runs/during/0002.json
+expect_rc 0 ab step --cell n=2
+expect_eq "$(git status --porcelain | tr '\n' ' ')" " M AB.md  M runs/during/0002.json " \
+  "the user's file (and the command's edit again) unstaged against the commit"
+expect_eq "$(git show HEAD:runs/during/0002.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run"])')" 2 \
+  "HEAD has the run's record"
+expect_eq "$(cat runs/during/0002.json)" '{"mine": true}' "the user's file is kept"
+expect_fsck
+
 done_testing

@@ -215,8 +215,9 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
       if (r.data.id == draft.data.id) return r;
   }
   for (const auto& p : result.kept_edits)
-    warn(fmt::format("{} was edited while the run was going on; your edits are kept in the work tree and the committed "
-                     "version is in HEAD (git diff {} shows the difference)",
+    warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
+                     "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
+                     "(git diff {} shows the difference)",
                      p, p));
   return committed;
 }

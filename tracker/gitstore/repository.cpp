@@ -864,6 +864,8 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
   // Make the index and work tree agree with the commit, for exactly these paths.
   TreeView before(m_repo, before_tree, std::nullopt);
   std::vector<std::string> synced;
+  std::vector<std::string> index_only;  // kept in the work tree, their index entries follow the commit
+  std::optional<Index> index;           // read only when some path is kept
   for (const auto& [path, content] : files) {
     fs::path file = m_workdir / path;
     std::optional<std::string> current;
@@ -871,7 +873,20 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     if (fs::exists(file, ec)) current = util::read_file(file);
     auto previous = before.read(path);
     if (current && *current != content && current != previous) {
-      kept_edits.push_back(path);  // edited while we ran: the user's text wins in the work tree
+      // Edited while we ran (or a file of the user's where the commit put one): the user's text
+      // wins in the work tree. Its index entry still names the tree before the commit, which
+      // would stage an undo of the commit for the user's next `git commit`; so it follows the
+      // commit, unless the user has staged something of their own for the path.
+      kept_edits.push_back(path);
+      if (!index) {
+        index.emplace();
+        check_git(git_repository_index(index->out(), m_repo), "opening the index");
+        check_git(git_index_read(index->get(), 0), "reading the index");
+      }
+      const git_index_entry* e = git_index_get_bypath(index->get(), path.c_str(), 0);
+      git_oid was{};
+      if (previous) check_git(git_odb_hash(&was, previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
+      if (previous ? e && git_oid_equal(&e->id, &was) : !e) index_only.push_back(path);
       continue;
     }
     // git holds the content (the commit is made); the work-tree copy needs no fsync.
@@ -879,6 +894,7 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     synced.push_back(path);
   }
   util::trace("work tree written");
+  synced.insert(synced.end(), index_only.begin(), index_only.end());
   if (synced.empty()) return;
   // The index entries are built from what is known: the content committed (its blob id; commits
   // write every file as a regular blob) and the stat data of the file just written.
@@ -890,13 +906,17 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     check_git(git_odb_hash(&ids[i], it->second.data(), it->second.size(), GIT_OBJECT_BLOB), "hashing " + synced[i]);
   }
   std::vector<RawIndexEntry> entries(synced.size());
+  const std::size_t written = synced.size() - index_only.size();
   for (std::size_t i = 0; i < synced.size(); ++i) {
+    entries[i].path = synced[i];
+    std::memcpy(entries[i].id.data(), ids[i].id, entries[i].id.size());
+    // A kept file gets no stat data (all zero): git sees its size differ, reads it and shows
+    // it modified against the commit (` M`), as any edit of a committed file.
+    if (i >= written) continue;
     struct stat st {};
     if (::lstat((m_workdir / synced[i]).c_str(), &st) != 0)
       throw Error(Exit::environment, fmt::format("cannot stat {} after writing it: {}", synced[i], std::strerror(errno)));
-    entries[i].path = synced[i];
     entries[i].stat = index_stat(st);
-    std::memcpy(entries[i].id.data(), ids[i].id, entries[i].id.size());
   }
   const std::string what = fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
                                        synced.front(), commit.substr(0, 12), synced.front());
