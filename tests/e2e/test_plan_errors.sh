@@ -295,5 +295,25 @@ expect_rc 0 ab help
 expect_contains "$OUT" "step"
 expect_rc 0 ab help step
 expect_contains "$OUT" "--cell"
+expect_rc 2 ab help step extra
+expect_contains "$ERR" "abtrack: error: help takes one command, not 'extra'"
+expect_rc 2 ab --version extra
+expect_contains "$ERR" "abtrack: error: --version takes no argument"
+printf '1\n2\n' >"$WORK/a.txt"
+expect_rc 2 ab compare --samples "$WORK/a.txt" "$WORK/a.txt" --metric t
+expect_contains "$ERR" "abtrack: error: --metric picks a metric of two runs"
+
+step "the document inside runs/, and more cells than supported"
+cat >abtrack.yaml <<'EOF'
+experiment: inside
+doc: runs/inside/notes.md
+axes: {a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], b: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], c: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], d: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], e: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], f: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}
+command: echo 1
+metrics: {t: {regex: '([0-9]+)'}}
+EOF
+expect_rc 2 ab init
+expect_contains "$ERR" "abtrack.yaml:2:6: doc 'runs/inside/notes.md' is inside runs/, where abtrack keeps its records"
+expect_contains "$ERR" "the axes make more than 100000 cells"
+expect_eq "$(git rev-parse HEAD)" "$HEAD0" "no commit"
 
 done_testing

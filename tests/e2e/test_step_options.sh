@@ -50,6 +50,10 @@ expect_rc 2 ab step --cell warps=8
 expect_contains "$ERR" "batch" "a missing axis is named"
 expect_rc 2 ab step --cell warps8,batch=64
 expect_match "$ERR" '^abtrack: error: ' "malformed --cell"
+expect_rc 2 ab step --cell warps=8,batch=64,warps=4
+expect_contains "$ERR" "abtrack: error: --cell: axis 'warps' is named twice"
+expect_rc 2 ab step --cell warps=8,batch=64 --cell warps=4,batch=64
+expect_contains "$ERR" "abtrack: error: --cell given twice; a step runs one cell"
 expect_rc 2 ab step --bogus
 expect_match "$ERR" '^abtrack: error: ' "unknown option"
 expect_eq "$(git rev-parse HEAD)" "$H" "no commit from a usage error"

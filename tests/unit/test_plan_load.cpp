@@ -101,6 +101,15 @@ TEST_CASE("--cell parsing names the problem") {
   CHECK_THROWS_WITH_AS(p.parse_cell("warp=8,stages=2,batch=64"), "--cell: unknown axis 'warp', did you mean 'warps'?", Error);
   CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=2"), "--cell: no value for axis 'batch'\n  hint: name every axis, e.g. --cell warps=4,stages=2,batch=16", Error);
   CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=3,batch=64"), "--cell: cell warps=8 stages=3 batch=64 is excluded by the plan", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,warps=4,stages=2,batch=64"), "--cell: axis 'warps' is named twice\n  hint: name each axis once", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages2,batch=64"), "--cell: 'stages2' is not axis=value\n  hint: write --cell warps=4,stages=2,batch=16", Error);
+}
+
+TEST_CASE("--cell takes values that hold commas") {
+  auto p = parse("experiment: e\ndoc: d.md\naxes: {shape: ['64,32', '128,32'], n: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n");
+  CHECK(p.label(p.parse_cell("shape=64,32,n=2")) == "shape=64,32 n=2");
+  CHECK(p.label(p.parse_cell("n=1,shape=128,32")) == "shape=128,32 n=1");
+  CHECK_THROWS_WITH_AS(p.parse_cell("shape=64,n=2"), "--cell: axis 'shape' has no value '64'\n  hint: its values are: 64,32, 128,32", Error);
 }
 
 TEST_CASE("unknown keys get did-you-mean with their position") {

@@ -51,6 +51,7 @@ int abtrack_main(int argc, char** argv) {
   try {
     Args args = parse_args(argc, argv);
     if (args.command == "--version") {
+      if (!args.rest.empty()) throw Error(Exit::usage, fmt::format("--version takes no argument, not '{}'", args.rest.front()));
       fmt::print("abtrack {}\n", version());
       return 0;
     }

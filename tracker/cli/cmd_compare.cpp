@@ -95,6 +95,8 @@ int cmd_compare(const Args& args) {
     opts.min_effect = *v / 100.0;
   }
   stats::check_options(opts);
+  if (samples_mode && metric)
+    throw Error(Exit::usage, "--metric picks a metric of two runs; with --samples each file is one metric's samples");
   if (samples_mode) {
     auto a = read_samples(positional[0]), b = read_samples(positional[1]);
     print(stats::compare(a, b, opts), positional[0], positional[1], json);

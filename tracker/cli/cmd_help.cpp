@@ -104,6 +104,8 @@ const std::vector<Command>& commands() {
 }
 
 int cmd_help(const Args& args) {
+  if (args.rest.size() > 1)
+    throw Error(Exit::usage, fmt::format("help takes one command, not '{}'", args.rest[1]), "abtrack help COMMAND");
   if (!args.rest.empty()) {
     for (const auto& c : commands()) {
       if (c.name != args.rest.front()) continue;

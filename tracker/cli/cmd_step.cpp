@@ -101,8 +101,13 @@ int cmd_step(const Args& args) {
   std::optional<std::string> cell_spec, record_file;
   std::vector<std::string> metric_specs;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
-    if (auto v = take_value(args.rest, i, "--cell")) cell_spec = v;
-    else if (auto v = take_value(args.rest, i, "--record")) record_file = v;
+    if (auto v = take_value(args.rest, i, "--cell")) {
+      if (cell_spec) throw Error(Exit::usage, "--cell given twice; a step runs one cell", "`abtrack run --all` runs every cell");
+      cell_spec = v;
+    } else if (auto v = take_value(args.rest, i, "--record")) {
+      if (record_file) throw Error(Exit::usage, "--record given twice; a step records one run");
+      record_file = v;
+    }
     else if (auto v = take_value(args.rest, i, "--metric")) metric_specs.push_back(*v);
     else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric"});
   }

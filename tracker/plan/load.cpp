@@ -101,6 +101,11 @@ class Loader {
     plan.title = get("title") ? scalar(*get("title"), "title").value_or("") : plan.experiment;
     if (auto n = get("doc")) {
       if (auto s = scalar(*n, "doc")) plan.doc = repo_path(*n, *s, "doc", false);
+      if (plan.doc == kRunsFolder || plan.doc.starts_with(std::string(kRunsFolder) + "/")) {
+        error(at(n->Mark()), fmt::format("doc '{}' is inside {}/, where abtrack keeps its records", plan.doc, kRunsFolder),
+              "put the A/B document elsewhere, e.g. doc: AB.md");
+        plan.doc.clear();
+      }
     } else {
       missing("doc", "name the A/B document, e.g. doc: OCCUPANCY_AB.md");
     }
@@ -456,8 +461,15 @@ class Loader {
       if (!axis.values.empty()) plan.axes.push_back(std::move(axis));
     }
     std::size_t total = 1;
-    for (const auto& a : plan.axes) total = std::min<std::size_t>(total * a.values.size(), 1u << 30);
-    if (total > 100000) error(at(n.Mark()), fmt::format("the axes make {} cells; at most 100000 are supported", total));
+    bool more = false;  // past 100000: the product is not worth finishing (it can overflow)
+    for (const auto& a : plan.axes) {
+      total *= a.values.size();
+      if (total > 100000) {
+        more = true;
+        break;
+      }
+    }
+    if (more) error(at(n.Mark()), "the axes make more than 100000 cells; at most 100000 are supported");
   }
 
   std::optional<Assignment> assignment(const YAML::Node& n, const Plan& plan, const char* what) {

@@ -75,17 +75,33 @@ Cell Plan::parse_cell(std::string_view spec) const {
   Cell c;
   c.values.assign(axes.size(), std::string());
   std::vector<bool> seen(axes.size(), false);
+  // The pairs. A value may hold commas: a part without '=' continues the previous value when
+  // that makes the beginning of one of its axis's values.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  auto continues_value = [&](const std::string& part) {
+    if (pairs.empty()) return false;
+    auto it = std::find(names.begin(), names.end(), util::trim(pairs.back().first));
+    if (it == names.end()) return false;
+    const std::string joined = std::string(util::trim(pairs.back().second + "," + part));
+    const auto& vals = axes[static_cast<std::size_t>(it - names.begin())].values;
+    return std::any_of(vals.begin(), vals.end(), [&](const std::string& v) { return v.starts_with(joined); });
+  };
   for (const auto& part : util::split(spec, ',')) {
     auto eq = part.find('=');
-    if (eq == std::string::npos)
+    if (eq == std::string::npos && continues_value(part)) pairs.back().second += "," + part;
+    else if (eq != std::string::npos) pairs.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    else
       throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
                   "write --cell " + example_cell_spec(*this));
-    std::string name(util::trim(std::string_view(part).substr(0, eq)));
-    std::string value(util::trim(std::string_view(part).substr(eq + 1)));
+  }
+  for (const auto& [raw_name, raw_value] : pairs) {
+    std::string name(util::trim(raw_name));
+    std::string value(util::trim(raw_value));
     auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end())
       throw Error(Exit::usage, fmt::format("--cell: unknown axis '{}'{}", name, util::suggestion_suffix(name, names)));
     auto i = static_cast<std::size_t>(it - names.begin());
+    if (seen[i]) throw Error(Exit::usage, fmt::format("--cell: axis '{}' is named twice", name), "name each axis once");
     const auto& vals = axes[i].values;
     if (std::find(vals.begin(), vals.end(), value) == vals.end())
       throw Error(Exit::usage,
