@@ -138,4 +138,37 @@ expect_false "no runs/ folder outside a repository" test -e runs
 expect_false "no document outside a repository" test -e AB.md
 expect_false "no .git created" test -e .git
 
+step "a document reached through a symbolic link is refused, not replaced by a file"
+new_repo symlinked
+write_plan
+git_commit_all "user: plan"
+expect_rc 0 ab init
+mkdir docs && git mv AB.md docs/real.md && ln -s docs/real.md AB.md && git add AB.md && git commit -q -m "user: the document moved" || fail "user commit"
+H=$(git rev-parse HEAD)
+rm -f "$MARKER_DIR"/*
+for cmd in step render; do
+  expect_rc 3 ab "$cmd"
+  expect_contains "$ERR" "abtrack: error: AB.md is a symbolic link (to docs/real.md)"
+done
+expect_eq "$(markers)" "" "nothing ran"
+expect_eq "$(git rev-parse HEAD)" "$H" "no commit"
+expect_true "AB.md is still the link" test -L AB.md
+expect_clean
+
+step "a file of the user's at the plot's path is refused, not overwritten"
+new_repo plotclash
+write_plan
+sed -i 's/t: {json: t}/t: {json: t, better: lower}/' abtrack.yaml
+printf '<svg>my figure</svg>\n' >AB.svg
+git_commit_all "user: plan and a figure"
+expect_rc 3 ab init
+expect_contains "$ERR" "abtrack: error: AB.svg is not a plot abtrack made, and abtrack writes the plot of AB.md there"
+expect_contains "$ERR" "plot: false"
+expect_eq "$(git log --format=%s | head -n 1)" "user: plan and a figure" "no commit"
+printf 'plot: false\n' >>abtrack.yaml && git_commit_all "user: no plot"
+expect_rc 0 ab init
+expect_rc 0 ab step
+expect_eq "$(git show HEAD:AB.svg)" "<svg>my figure</svg>" "the user's figure is untouched"
+expect_clean
+
 done_testing

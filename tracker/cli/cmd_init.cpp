@@ -12,6 +12,7 @@ int cmd_init(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("init", a, {});
   Context ctx = open_context(args.global);
   ctx.repo.check_identity();
+  check_paths_are_ours(ctx);
   const fs::path doc_file = ctx.repo.workdir() / ctx.plan.doc;
 
   auto records = head_records(ctx);

@@ -66,6 +66,7 @@ static std::optional<std::string> work_tree_plot(const Context& ctx) {
 int cmd_render(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("render", a, {});
   Context ctx = open_context(args.global);
+  check_paths_are_ours(ctx);
   auto [file, text] = work_tree_document(ctx);
   auto records = head_records(ctx);
   // The plot is redrawn too (deterministic bytes from the same records), as a step would.

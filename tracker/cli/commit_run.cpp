@@ -68,6 +68,7 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
 
 bool preflight(const Context& ctx) {
   ctx.repo.check_identity();
+  check_paths_are_ours(ctx);
   // A document that cannot be made must stop us before anything runs, not after.
   ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
   auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});

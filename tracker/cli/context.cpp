@@ -136,6 +136,32 @@ bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {
   return tree.read(doc::plot_path(plan)).has_value();
 }
 
+void check_paths_are_ours(const Context& ctx) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path prefix;
+  for (const auto& part : fs::path(ctx.plan.doc)) {
+    prefix /= part;
+    if (!fs::is_symlink(ctx.repo.workdir() / prefix, ec)) continue;
+    auto target = fs::read_symlink(ctx.repo.workdir() / prefix, ec).generic_string();
+    throw Error(Exit::environment,
+                fmt::format("{} is a symbolic link (to {}): a commit would put a file in its place", prefix.generic_string(), target),
+                "name the document's real path in the plan's doc:");
+  }
+  if (!doc::plan_has_plot(ctx.plan)) return;
+  const std::string plot = doc::plot_path(ctx.plan);
+  auto foreign = [](const std::optional<std::string>& text) {
+    return text && text->find(doc::kPlotMarker) == std::string::npos;
+  };
+  std::optional<std::string> in_tree = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(plot); });
+  std::optional<std::string> in_work_tree;
+  if (fs::is_regular_file(ctx.repo.workdir() / plot, ec)) in_work_tree = util::read_file(ctx.repo.workdir() / plot);
+  if (foreign(in_tree) || foreign(in_work_tree))
+    throw Error(Exit::environment,
+                fmt::format("{} is not a plot abtrack made, and abtrack writes the plot of {} there", plot, ctx.plan.doc),
+                "rename your file, or set plot: false in the plan");
+}
+
 void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
 
 void info(const GlobalOptions& g, const std::string& message) {

@@ -74,6 +74,11 @@ std::string rendered_document(const std::string& base, const plan::Plan& plan,
 // Whether `tree` holds the plan's plot (doc::plot_path), so the document links it.
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan);
 
+// Refuses (exit 3) before anything is written where a commit would replace something of the
+// user's: a document reached through a symbolic link (the commit would put a file in place of
+// the link), or a file at the plot's path that abtrack did not generate.
+void check_paths_are_ours(const Context& ctx);
+
 // Prints "abtrack: warning: ..." to stderr.
 void warn(const std::string& message);
 // Prints a progress/info line to stderr unless quiet.
