@@ -156,7 +156,8 @@ void check_paths_are_ours(const Context& ctx) {
   std::optional<std::string> in_tree = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(plot); });
   std::optional<std::string> in_work_tree;
   if (fs::is_regular_file(ctx.repo.workdir() / plot, ec)) in_work_tree = util::read_file(ctx.repo.workdir() / plot);
-  if (foreign(in_tree) || foreign(in_work_tree))
+  // (abtrack's plot in HEAD edited in the work tree is abtrack's: render puts it back)
+  if (foreign(in_tree) || (!in_tree && foreign(in_work_tree)))
     throw Error(Exit::environment,
                 fmt::format("{} is not a plot abtrack made, and abtrack writes the plot of {} there", plot, ctx.plan.doc),
                 "rename your file, or set plot: false in the plan");
