@@ -102,4 +102,32 @@ git update-index --no-split-index
 expect_rc 0 ab step
 expect_clean
 
+step "a journaled measurement of code another branch holds is not committed here"
+new_repo journal_branch
+write_plan
+git_commit_all "user: plan"
+P=$(git rev-parse HEAD)
+expect_rc 0 ab init
+touch .git/refs/heads/main.lock  # the commit fails; the measurement stays in the journal
+expect_rc 3 ab step
+rm .git/refs/heads/main.lock
+expect_eq "$(journal_entries | wc -l)" 1 "the measurement is journaled"
+git checkout -q -b other "$P"  # a line of history without main's init commit
+printf 'other code\n' >other.txt && git_commit_all "user: other code"
+expect_rc 0 ab step
+expect_contains "$ERR" "which HEAD's history does not contain (another branch?); left in place"
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | grep -c .)" 1 "only this branch's own run is committed"
+expect_eq "$(journal_entries | wc -l)" 1 "the measurement is still journaled"
+git checkout -q main
+expect_rc 0 ab step
+expect_contains "$OUT" "measured by an earlier invocation"
+expect_eq "$(journal_entries | wc -l)" 0 "committed on its own branch"
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | grep -c .)" 2 "main: the journaled run and this step's"
+expect_fsck
+
+step "a run committed on a detached HEAD is named"
+git checkout -q --detach
+expect_rc 0 ab step
+expect_contains "$ERR" "abtrack: warning: HEAD is detached: run 3 is committed on no branch"
+
 done_testing

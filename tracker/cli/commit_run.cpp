@@ -220,6 +220,10 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
                      "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
                      "(git diff {} shows the difference)",
                      p, p));
+  if (ctx.repo.head_detached())
+    warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
+                     "another commit",
+                     committed.run));
   return committed;
 }
 
@@ -272,6 +276,14 @@ int recover_journal(Context& ctx) {
     auto cell = record::plan_cell(ctx.plan, draft.cell);
     if (!cell) {
       warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
+      return false;
+    }
+    // A measurement of code that HEAD's history does not hold (taken on another branch) is not
+    // committed here, where it would pass for a run of this code.
+    if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
+      warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
+                       "left in place: check out that branch and run abtrack step to commit it",
+                       where.string(), draft.label(), draft.code.commit.substr(0, 12)));
       return false;
     }
     draft.data.cell = *cell;

@@ -498,6 +498,16 @@ std::optional<std::string> Repository::head() const {
   return hex(*tip.oid);
 }
 
+bool Repository::head_contains(const std::string& commit) const {
+  auto tip = read_tip(m_repo);
+  git_oid want;
+  if (!tip.oid || git_oid_fromstrn(&want, commit.data(), commit.size()) != 0 || commit.size() != GIT_OID_HEXSZ) return false;
+  if (git_oid_equal(&*tip.oid, &want)) return true;
+  return git_graph_descendant_of(m_repo, &*tip.oid, &want) == 1;
+}
+
+bool Repository::head_detached() const { return git_repository_head_detached(m_repo) == 1; }
+
 git_tree* Repository::head_tree(std::optional<std::string>& commit) const {
   auto tip = read_tip(m_repo);
   commit = tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt;

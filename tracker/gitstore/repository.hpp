@@ -96,6 +96,11 @@ class Repository {
   const std::filesystem::path& workdir() const { return m_workdir; }
   // HEAD's commit id, nullopt on an unborn branch.
   std::optional<std::string> head() const;
+  // Whether HEAD's history holds `commit` (HEAD itself or an ancestor); false for an unborn
+  // HEAD or a commit this repository does not have.
+  bool head_contains(const std::string& commit) const;
+  // Whether HEAD points straight at a commit instead of at a branch.
+  bool head_detached() const;
   // Calls `fn` with a view of HEAD's tree.
   template <class Fn>
   auto with_head(Fn&& fn) const;
