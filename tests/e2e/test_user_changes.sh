@@ -145,4 +145,28 @@ expect_eq "$(git show HEAD:runs/during/0002.json | python3 -c 'import json,sys; 
 expect_eq "$(cat runs/during/0002.json)" '{"mine": true}' "the user's file is kept"
 expect_fsck
 
+step "an untracked nested git repository: the snapshot leaves it out; changed code pools apart"
+new_repo nested
+cat >abtrack.yaml <<'EOF'
+experiment: nested
+doc: AB.md
+axes:
+  n: [1, 2]
+command: ./bench.sh
+metrics:
+  t: {json: t}
+EOF
+printf '#!/bin/sh\necho "{\\"t\\": 100}"\n' >bench.sh && chmod +x bench.sh
+git_commit_all "user: plan and bench"
+expect_rc 0 ab init
+git init -q vendor/dep && printf 'x\n' >vendor/dep/x.h
+expect_rc 0 ab step --cell n=1
+expect_not_contains "$ERR" "could not snapshot"
+expect_match "$(json runs/nested/0001.json 'd["code"]["snapshot"]')" '^[0-9a-f]{40}$' "a snapshot despite the nested repository"
+expect_false "the nested repository is not in the snapshot" git cat-file -e "$(json runs/nested/0001.json 'd["code"]["snapshot"]'):vendor/dep/x.h"
+sed -i 's/100/200/' bench.sh
+expect_rc 0 ab step --cell n=1
+expect_rc 0 ab status
+expect_match "$OUT" 'n=1 +pass +run 2 +t 200$' "the changed code is a pool of its own"
+
 done_testing

@@ -45,6 +45,26 @@ TEST_CASE("a cell pools the samples of its runs on the latest code; new code sta
   CHECK(cells[1].pooled_samples()["t"] == std::vector<double>{9});
 }
 
+TEST_CASE("a run on unknown code (dirty, no snapshot) pools with no other run") {
+  auto p = two_cells();
+  std::string c(40, '1');
+  std::vector<record::Record> rs{rec(1, "a", c, runner::Outcome::pass, {1}), rec(2, "a", c, runner::Outcome::pass, {2}),
+                                 rec(3, "a", c, runner::Outcome::pass, {3})};
+  rs[1].code.dirty = true;  // the snapshot failed
+  CHECK(rs[1].code.unknown());
+  CHECK(rs[1].code.trailer() == c + " +dirty");
+  CHECK_FALSE(rs[0].code.same_identity(rs[1].code));
+  CHECK_FALSE(rs[1].code.same_identity(rs[1].code));
+  auto cells = record::cells_with_runs(p, rs);
+  CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{1, 3});  // run 3 pools with run 1, not 2
+  rs.pop_back();
+  cells = record::cells_with_runs(p, rs);
+  CHECK(cells[0].pool().size() == 1);  // the latest run on unknown code: its own pool
+  CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{2});
+  rs[1].code.snapshot = std::string(40, 's');  // a snapshot names the code again
+  CHECK(rs[1].code.trailer() == c + " +snapshot " + rs[1].code.snapshot);
+}
+
 TEST_CASE("a failed run anywhere in the pool fails the cell") {
   auto p = two_cells();
   std::string c(40, '1');

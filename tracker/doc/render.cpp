@@ -241,7 +241,7 @@ std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector
   for (std::size_t i = 0; i < headers.size(); ++i)
     if ((cell[i] = locator.find(headers[i]))) latest[*cell[i]] = i;
   for (std::size_t i = 0; i < headers.size(); ++i)
-    if (cell[i]) full[i] = headers[i].same_identity(headers[*latest[*cell[i]]]);
+    if (cell[i]) full[i] = i == *latest[*cell[i]] || headers[i].same_identity(headers[*latest[*cell[i]]]);
   std::size_t listed = 0;
   for (std::size_t i = headers.size(); i-- > 0 && listed < kRunsListed;)
     if (headers[i].experiment == plan.experiment) {

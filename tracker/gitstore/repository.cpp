@@ -696,10 +696,13 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   char* specs[] = {star};
   git_strarray all = {specs, 1};
   auto skip_large = [](const char* path, const char*, void* payload) -> int {
+    // A nested git repository comes as its folder ("vendor/dep/"), which an index cannot hold
+    // (git makes it a gitlink): left out, like huge build outputs (>0 skips).
+    if (std::string_view(path).ends_with('/')) return 1;
     const auto* root = static_cast<const fs::path*>(payload);
     std::error_code ec;
     auto size = fs::file_size(*root / path, ec);
-    return (!ec && size > (64u << 20)) ? 1 : 0;  // >0 skips: huge build outputs stay out
+    return (!ec && size > (64u << 20)) ? 1 : 0;
   };
   fs::path root = m_workdir;
   check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &root),

@@ -35,7 +35,9 @@ struct HeaderView {
   // The value of the first pair naming `axis`, nullopt when none does.
   std::optional<std::string_view> value(std::string_view axis) const;
   // Whether both ran the same code (Code::same_identity).
-  bool same_identity(const HeaderView& o) const { return commit == o.commit && snapshot == o.snapshot; }
+  bool same_identity(const HeaderView& o) const {
+    return !(dirty && snapshot.empty()) && !(o.dirty && o.snapshot.empty()) && commit == o.commit && snapshot == o.snapshot;
+  }
 };
 
 class RecordCache {

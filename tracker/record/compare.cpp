@@ -69,7 +69,7 @@ std::vector<const Record*> CellRuns::pool() const {
   if (runs.empty()) return out;
   const Code& code = runs.back()->code;
   for (const auto* r : runs)
-    if (r->code.same_identity(code)) out.push_back(r);
+    if (r == runs.back() || r->code.same_identity(code)) out.push_back(r);
   return out;
 }
 

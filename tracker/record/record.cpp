@@ -99,6 +99,7 @@ ojson comparison_json(const Comparison& c) {
 
 std::string Code::trailer() const {
   std::string head = commit.empty() ? "unborn" : commit;
+  if (unknown()) return head + " +dirty";
   return snapshot.empty() ? head : head + " +snapshot " + snapshot;
 }
 

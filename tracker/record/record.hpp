@@ -23,10 +23,16 @@ struct Code {
   std::string commit;    // 40 hex digits; empty on an unborn branch
   bool dirty = false;
   std::string snapshot;  // 40 hex digits when dirty
-  // The Abtrack-Code trailer value: "<commit>" or "<commit> +snapshot <sha>" ("unborn" for none).
+  // The Abtrack-Code trailer value: "<commit>", "<commit> +snapshot <sha>", or "<commit> +dirty"
+  // when the work tree differed and no snapshot could be made ("unborn" for no commit).
   std::string trailer() const;
-  // Whether both name the same code (equal trailers), without building the strings.
-  bool same_identity(const Code& other) const { return commit == other.commit && snapshot == other.snapshot; }
+  // Code nobody can name again: the work tree differed and no snapshot was made.
+  bool unknown() const { return dirty && snapshot.empty(); }
+  // Whether both name the same code (equal trailers), without building the strings. Unknown
+  // code is the same as no other run's (a run is its own pool then).
+  bool same_identity(const Code& other) const {
+    return !unknown() && !other.unknown() && commit == other.commit && snapshot == other.snapshot;
+  }
 };
 
 // One metric of a run compared with the same metric of its baseline cell.
