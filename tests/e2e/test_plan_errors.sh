@@ -316,4 +316,23 @@ expect_contains "$ERR" "abtrack.yaml:2:6: doc 'runs/inside/notes.md' is inside r
 expect_contains "$ERR" "the axes make more than 100000 cells"
 expect_eq "$(git rev-parse HEAD)" "$HEAD0" "no commit"
 
+step "a folder as the document or the plan, a missing template or workdir: plan errors"
+mkdir -p adir
+cat >abtrack.yaml <<'EOF'
+experiment: paths
+doc: adir
+template: nope.md
+workdir: nodir
+axes: {a: [1, 2]}
+command: echo 1
+metrics: {t: {regex: '([0-9]+)'}}
+EOF
+expect_rc 2 ab init
+expect_contains "$ERR" "abtrack.yaml:2:6: doc 'adir' is a folder"
+expect_contains "$ERR" "abtrack.yaml:3:11: template 'nope.md' is not a file"
+expect_contains "$ERR" "abtrack.yaml:4:10: workdir 'nodir' is not a folder"
+expect_rc 2 ab -p adir status
+expect_contains "$ERR" "abtrack: error: the plan adir is not a file"
+expect_eq "$(git rev-parse HEAD)" "$HEAD0" "no commit"
+
 done_testing

@@ -106,13 +106,33 @@ class Loader {
               "put the A/B document elsewhere, e.g. doc: AB.md");
         plan.doc.clear();
       }
+      std::error_code ec;
+      if (!plan.doc.empty() && fs::is_directory(m_root / plan.doc, ec)) {
+        error(at(n->Mark()), fmt::format("doc '{}' is a folder", plan.doc), "name the markdown file, e.g. doc: " + plan.doc + "/AB.md");
+        plan.doc.clear();
+      }
     } else {
       missing("doc", "name the A/B document, e.g. doc: OCCUPANCY_AB.md");
     }
     if (auto n = get("template"))
-      if (auto s = scalar(*n, "template")) plan.template_path = repo_path(*n, *s, "template", false);
+      if (auto s = scalar(*n, "template")) {
+        plan.template_path = repo_path(*n, *s, "template", false);
+        std::error_code ec;
+        if (!plan.template_path->empty() && !fs::is_regular_file(m_root / *plan.template_path, ec)) {
+          error(at(n->Mark()), fmt::format("template '{}' is not a file", *plan.template_path),
+                "give the path of a markdown template from the repository root, or leave template: out for the built-in one");
+          plan.template_path.reset();
+        }
+      }
     if (auto n = get("workdir"))
-      if (auto s = scalar(*n, "workdir")) plan.workdir = repo_path(*n, *s, "workdir", true);
+      if (auto s = scalar(*n, "workdir")) {
+        plan.workdir = repo_path(*n, *s, "workdir", true);
+        std::error_code ec;
+        // (a plan with a setup may make it there, e.g. a build folder)
+        if (!plan.workdir.empty() && !get("setup") && !fs::is_directory(m_root / plan.workdir, ec))
+          error(at(n->Mark()), fmt::format("workdir '{}' is not a folder", plan.workdir),
+                "the folder the command runs in, from the repository root");
+      }
     for (auto [key, field] : {std::pair{"what", &plan.what}, {"why", &plan.why}, {"how", &plan.how},
                               {"setup", &plan.setup}, {"command", &plan.command}})
       if (auto n = get(key)) *field = scalar(*n, key).value_or("");
@@ -825,6 +845,7 @@ Plan load_plan(const fs::path& file, const std::string& display_name, const fs::
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no plan at {}", display_name),
                 "write abtrack.yaml (every key is in docs/plan.md; examples/occupancy/abtrack.yaml is a whole one) or name the plan with -p FILE");
+  if (!fs::is_regular_file(file, ec)) throw Error(Exit::usage, fmt::format("the plan {} is not a file", display_name));
   std::string text = util::read_file(file);
   Plan plan = parse_plan(text, display_name, repo_root);
   plan.file = fs::absolute(file).lexically_normal();
