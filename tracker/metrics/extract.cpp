@@ -47,6 +47,7 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
   std::optional<nlohmann::json> best;
   std::size_t best_start = 0, best_end = 0, tried = 0;
   std::string first_error;
+  bool brace_after_text = false;  // a '{' after other text on its line (not a candidate)
   std::size_t line_end = t.size();
   while (line_end > 0 && tried < kMaxCandidates) {
     std::size_t line_start = t.rfind('\n', line_end - 1);
@@ -57,6 +58,7 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
     }
     std::size_t p = line_start;
     while (p < line_end && (t[p] == ' ' || t[p] == '\t' || t[p] == '\r')) ++p;
+    if (p < line_end && t[p] != '{' && t.substr(p, line_end - p).find('{') != std::string_view::npos) brace_after_text = true;
     if (p < line_end && t[p] == '{') {
       ++tried;
       auto end = match_braces(t, p);
@@ -81,7 +83,11 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
     if (line_start == 0) break;
     line_end = line_start - 1;
   }
-  if (!best && why) *why = first_error.empty() ? "no JSON object on stdout" : first_error;
+  if (!best && why)
+    *why = !first_error.empty() ? first_error
+           : brace_after_text
+               ? "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)"
+               : "no JSON object on stdout";
   return best;
 }
 
