@@ -171,4 +171,23 @@ expect_rc 0 ab step
 expect_eq "$(git show HEAD:AB.svg)" "<svg>my figure</svg>" "the user's figure is untouched"
 expect_clean
 
+step "abtrack render's output is not an edit: a step rewrites it instead of refusing"
+new_repo rendered
+write_plan
+sed -i 's/t: {json: t}/t: {json: t, better: lower}/' abtrack.yaml
+git_commit_all "user: plan"
+expect_rc 0 ab init
+expect_rc 0 ab step
+printf 'title: A new title\n' >>abtrack.yaml && sed -i 's/better: lower}/better: lower, unit: ms}/' abtrack.yaml && git_commit_all "user: title and unit"
+expect_rc 0 ab render
+expect_eq "$(git status --porcelain | tr '\n' ' ')" " M AB.md  M AB.svg " "render rewrote the document's regions and the plot"
+expect_rc 0 ab step
+expect_contains "$ERR" "AB.md differed from HEAD only in what abtrack writes there"
+expect_clean "the run committed the rendered document and plot"
+expect_contains "$(git show HEAD:AB.svg)" "A new title"
+printf '\nmy own line\n' >>AB.md
+expect_rc 3 ab step
+expect_contains "$ERR" "uncommitted changes in AB.md (M)"
+expect_eq "$(tail -n 1 AB.md)" "my own line" "an edit outside the regions is still refused and kept"
+
 done_testing

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "doc/plot.hpp"
+#include "doc/regions.hpp"
 #include "doc/render.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
@@ -64,6 +65,33 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
   return out;
 }
 
+// Whether the work tree's `path` differs from HEAD's only in what abtrack writes there (the
+// document's regions, all of the plot): `abtrack render`'s output, which a step rewrites anyway.
+// Such a file is put back to HEAD's bytes so that the commit finds it clean.
+bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
+  if (s.code != " M") return false;  // staged, new or deleted: the user's doing
+  auto head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(s.path); });
+  if (!head) return false;
+  const auto file = ctx.repo.workdir() / s.path;
+  std::string work;
+  try {
+    work = util::read_file(file);
+    if (s.path == ctx.plan.doc) {
+      if (doc::splice(work, s.path, doc::region_contents(*head, s.path)) != *head) return false;
+    } else if (s.path != doc::plot_path(ctx.plan) || work.find(doc::kPlotMarker) == std::string::npos ||
+               head->find(doc::kPlotMarker) == std::string::npos) {
+      return false;
+    }
+  } catch (const Error&) {
+    return false;  // regions that do not parse: the user's edit
+  }
+  util::write_file_atomic(file, *head);
+  warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
+                   "this run rewrites it",
+                   s.path));
+  return true;
+}
+
 }  // namespace
 
 bool preflight(const Context& ctx) {
@@ -73,13 +101,16 @@ bool preflight(const Context& ctx) {
   ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
   auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});
   util::trace("preflight");
-  const auto& changed = scan.watched;
+  std::vector<gitstore::PathStatus> changed;
+  for (const auto& c : scan.watched)
+    if (!restore_if_only_ours(ctx, c)) changed.push_back(c);
   if (changed.empty()) return scan.other_changes;
   std::vector<std::string> lines;
   bool doc_untracked = false;
+  const bool doc_in_head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(ctx.plan.doc).has_value(); });
   for (const auto& c : changed) {
     lines.push_back(fmt::format("{} ({})", c.path, util::trim(c.code)));
-    doc_untracked |= c.path == ctx.plan.doc && c.code == "??";
+    doc_untracked |= c.path == ctx.plan.doc && c.code == "??" && !doc_in_head;
   }
   std::string hint = doc_untracked
       ? "the document is not committed yet: run `abtrack init` to commit it"
