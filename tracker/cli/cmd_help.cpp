@@ -25,8 +25,9 @@ const std::vector<Command>& commands() {
        "  --record FILE       do not run anything: read the metrics from FILE as if it were the command's stdout\n"
        "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c), in\n"
        "                      the metric's unit: a plan's scale: is not applied to them\n"
-       "Refuses (exit 3) before running when the document or its plot has uncommitted changes (an edited\n"
-       "record is left alone and never committed; `abtrack verify` reports it).\n"
+       "Refuses (exit 3) before running when the document or its plot has uncommitted changes outside\n"
+       "what abtrack writes (the regions, the plot: `abtrack render`'s output is rewritten); an edited\n"
+       "record is left alone and never committed (`abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
       {"run", "run [--rounds R] [--seed S] [--all] [--jobs N] [--detach]", "step through every pending cell, one commit each",
