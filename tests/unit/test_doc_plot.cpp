@@ -155,6 +155,16 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
   CHECK(std::get<std::string>(pending.rows[1][3]) == "pending");
 }
 
+TEST_CASE("export: an axis or metric named like one of the table's columns gets its kind after its name") {
+  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {run: [7, 8], n: [1, 2]}\ncommand: x\n"
+                            "metrics: {outcome: {json: o}, run: {json: r}}\n",
+                            "abtrack.yaml", std::filesystem::temp_directory_path());
+  CHECK(doc::export_table(p, {}, false).columns ==
+        std::vector<std::string>{"run", "run (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "reason"});
+  CHECK(doc::export_table(p, {}, true).columns ==
+        std::vector<std::string>{"run", "n (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "runs"});
+}
+
 TEST_CASE("progress helpers: durations, coloured outcomes") {
   CHECK(cli::format_duration(7.2) == "0:07");
   CHECK(cli::format_duration(3725) == "1:02:05");

@@ -97,7 +97,9 @@ const std::vector<Command>& commands() {
        "percent and verdict against the baseline cell, and the reason of a failed or invalid run.\n"
        "  --format F   csv (RFC 4180), md (a markdown table) or json (an array of objects; null for empty)\n"
        "  --cells      one row per cell of the plan instead: values, n, outcome (or pending), the pooled\n"
-       "               medians, change and verdict as the document shows them, and the pooled runs",
+       "               medians, change and verdict as the document shows them, and the pooled runs\n"
+       "A column is named after its axis or metric; one named like another column (an axis `n`, `run`,\n"
+       "`outcome`) gets its kind after its name: `n (axis)`.",
        cmd_export},
       {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.", cmd_help},
   };

@@ -61,11 +61,19 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
   ExportTable t;
   auto compared = record::compared_metrics(plan);
   const bool deltas = plan.baseline.has_value();
+  // An axis or metric named like one of the table's own columns (an axis `n` or `run`) gets its
+  // kind after its name, so no column hides another (JSON rows are keyed by column).
+  const std::vector<std::string> own = {per_cell ? "n" : "run", "outcome", per_cell ? "runs" : "reason"};
+  auto named = [&](const std::string& name, const char* kind) {
+    const bool taken = std::find(own.begin(), own.end(), name) != own.end() ||
+                       std::find(t.columns.begin(), t.columns.end(), name) != t.columns.end();
+    return taken ? fmt::format("{} ({})", name, kind) : name;
+  };
   if (!per_cell) t.columns.push_back("run");
-  for (const auto& a : plan.axes) t.columns.push_back(a.name);
+  for (const auto& a : plan.axes) t.columns.push_back(named(a.name, "axis"));
   if (per_cell) t.columns.push_back("n");
   t.columns.push_back("outcome");
-  for (const auto& m : plan.metrics) t.columns.push_back(m.name);
+  for (const auto& m : plan.metrics) t.columns.push_back(named(m.name, "metric"));
   if (deltas)
     for (const auto& m : plan.metrics)
       if (is_compared(compared, m)) {
