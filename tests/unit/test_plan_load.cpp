@@ -208,6 +208,18 @@ TEST_CASE("a placeholder that looks like a typo of an axis is a warning") {
   CHECK(format_diagnostic(p.warnings[0]) == "abtrack.yaml:4:10: command has '{warp}', which is not an axis and is left as it is; did you mean '{warps}'?");
 }
 
+TEST_CASE("a prediction without a baseline is a warning: it cannot be judged") {
+  auto p = parse("experiment: e\ndoc: d.md\naxes: {a: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n"
+                 "prediction: {metric: t, change: -10%}\n");
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(format_diagnostic(p.warnings[0]) ==
+        "abtrack.yaml:6:13: the prediction is judged against the baseline, and the plan names none: it stays unjudged\n"
+        "  hint: add baseline: {axis: value}");
+  CHECK(parse("experiment: e\ndoc: d.md\naxes: {a: [1, 2]}\nbaseline: {a: 1}\ncommand: x\nmetrics: {t: {json: t}}\n"
+              "prediction: {metric: t, change: -10%}\n")
+            .warnings.empty());
+}
+
 TEST_CASE("alpha and min_effect") {
   auto p = parse("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 0.01\nmin_effect: 1%\n");
   CHECK(p.alpha == 0.01);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <git2.h>
 #include <git2/sys/repository.h>
 
@@ -932,7 +933,7 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     entries[i].stat = index_stat(st);
   }
   const std::string what = fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
-                                       synced.front(), commit.substr(0, 12), synced.front());
+                                       fmt::join(synced, ", "), commit.substr(0, 12), fmt::join(synced, " "));
   for (int attempt = 1;; ++attempt) {
     IndexWrite rc = IndexWrite::locked;
     try {

@@ -194,6 +194,9 @@ class Loader {
         for (const auto& c : plan.cells()) any |= matches(plan, c, *plan.baseline);
         if (!any) error(mark("baseline"), "the baseline matches no cell that is not excluded");
       }
+      if (plan.prediction && !plan.baseline)
+        warn(mark("prediction"), "the prediction is judged against the baseline, and the plan names none: it stays unjudged",
+             "add baseline: {axis: value}");
       check_placeholders(plan, mark("command"), plan.command);
     }
     finish();
