@@ -220,6 +220,15 @@ TEST_CASE("a prediction without a baseline is a warning: it cannot be judged") {
             .warnings.empty());
 }
 
+TEST_CASE("control characters in the title or an axis value are plan errors") {
+  auto errs = errors_of("experiment: e\ndoc: d.md\ntitle: \"a\\0b\"\naxes: {a: [\"\\e[31mred\", \"x\\ty\"]}\ncommand: x\n"
+                        "metrics: {t: {json: t}}\n");
+  REQUIRE(errs.size() == 2);
+  CHECK(errs[0].find("abtrack.yaml:3:8: the title holds a control character") == 0);
+  CHECK(errs[1].rfind("abtrack.yaml:4:", 0) == 0);
+  CHECK(errs[1].find(": a value of axis 'a' holds a control character (an escape, a backspace)") != std::string::npos);
+}
+
 TEST_CASE("alpha and min_effect") {
   auto p = parse("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 0.01\nmin_effect: 1%\n");
   CHECK(p.alpha == 0.01);

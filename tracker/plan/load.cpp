@@ -99,6 +99,11 @@ class Loader {
       missing("experiment", "name the experiment, e.g. experiment: occupancy");
     }
     plan.title = get("title") ? scalar(*get("title"), "title").value_or("") : plan.experiment;
+    if (get("title") && has_control(plan.title, false)) {
+      error(at(get("title")->Mark()), "the title holds a control character (a line break, NUL, an escape)",
+            "a title is one line of plain text");
+      plan.title = plan.experiment;
+    }
     if (auto n = get("doc")) {
       if (auto s = scalar(*n, "doc")) plan.doc = repo_path(*n, *s, "doc", false);
       if (plan.doc == kRunsFolder || plan.doc.starts_with(std::string(kRunsFolder) + "/")) {
@@ -213,6 +218,14 @@ class Loader {
   void error(Location where, std::string msg, std::string hint = {}) {
     m_errors.push_back(Diagnostic{std::move(where), std::move(msg), std::move(hint)});
   }
+  // Whether `s` holds a C0 control character or DEL (a tab allowed where `tab_ok`).
+  static bool has_control(std::string_view s, bool tab_ok) {
+    return std::any_of(s.begin(), s.end(), [&](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return (u < 0x20 && !(tab_ok && c == '\t')) || u == 0x7f;
+    });
+  }
+
   void warn(Location where, std::string msg, std::string hint = {}) {
     m_warnings.push_back(Diagnostic{std::move(where), std::move(msg), std::move(hint)});
   }
@@ -473,6 +486,11 @@ class Loader {
         }
         if (e.Scalar().find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
           error(at(e.Mark()), fmt::format("a value of axis '{}' spans several lines; values must be single lines", axis.name));
+          continue;
+        }
+        if (has_control(e.Scalar(), true)) {
+          error(at(e.Mark()), fmt::format("a value of axis '{}' holds a control character (an escape, a backspace)", axis.name),
+                "values are printed on terminals and in the document: plain text only");
           continue;
         }
         if (std::find(axis.values.begin(), axis.values.end(), e.Scalar()) != axis.values.end()) {
