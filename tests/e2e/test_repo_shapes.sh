@@ -116,4 +116,30 @@ expect_contains "$ERR" "abtrack.yaml" "without a plan in the current directory t
 expect_clean
 expect_fsck
 
+step "line endings converted on checkout (core.autocrlf, eol=crlf): clean after a step, verify ok"
+new_repo crlf_origin
+write_plan abtrack.yaml AB.md
+sed -i 's/t: {json: t}/t: {json: t, better: lower}/' abtrack.yaml
+expect_rc 0 ab init
+expect_rc 0 ab step
+cd "$WORK" && git clone -q -c core.autocrlf=true crlf_origin crlf_clone && cd crlf_clone || die "clone"
+git config user.name "E2E Tester" && git config user.email "e2e@example.com"
+expect_true "the clone's document has CRLF line endings" grep -q $'\r$' AB.md
+expect_rc 0 ab step
+expect_not_contains "$ERR" "is not what the run committed"
+expect_clean "the converted document is not an edit"
+expect_true "the new document is checked out with CRLF too" grep -q $'\r$' AB.md
+expect_contains AB.md "| 2 | 1 |"
+expect_rc 0 ab verify
+new_repo eol_attr
+printf '*.md text eol=crlf\n' >.gitattributes
+write_plan abtrack.yaml AB.md
+git_commit_all "user: attributes and plan"
+expect_rc 0 ab init
+expect_not_contains "$ERR" "changed while init ran"
+expect_rc 0 ab step
+expect_clean "eol=crlf: clean after init and a step"
+expect_rc 0 ab verify
+expect_fsck
+
 done_testing

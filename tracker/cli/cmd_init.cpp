@@ -19,7 +19,7 @@ int cmd_init(const Args& args) {
   std::error_code ec;
   std::string base;
   if (fs::exists(doc_file, ec)) {
-    base = util::read_file(doc_file);
+    base = ctx.repo.read_work_tree(ctx.plan.doc);
     if (doc::find_regions(base, ctx.plan.doc).empty())
       throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
                   "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
@@ -29,7 +29,7 @@ int cmd_init(const Args& args) {
   }
   bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
   std::string doc_text = rendered_document(base, ctx.plan, records, plot);
-  if (doc_text != base || !fs::exists(doc_file, ec)) util::write_file_atomic(doc_file, doc_text);
+  if (doc_text != base || !fs::exists(doc_file, ec)) ctx.repo.write_work_tree(ctx.plan.doc, doc_text);
 
   std::vector<std::pair<std::string, std::string>> files;
   auto plan_rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string();

@@ -52,7 +52,7 @@ static std::pair<fs::path, std::string> work_tree_document(const Context& ctx) {
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no document at {}", ctx.plan.doc), "run `abtrack init` to create it");
-  return {file, util::read_file(file)};
+  return {file, ctx.repo.read_work_tree(ctx.plan.doc)};
 }
 
 // The plot's bytes in the work tree, or nothing when there is no such file.
@@ -60,7 +60,7 @@ static std::optional<std::string> work_tree_plot(const Context& ctx) {
   fs::path file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
-  return util::read_file(file);
+  return ctx.repo.read_work_tree(doc::plot_path(ctx.plan));
 }
 
 int cmd_render(const Args& args) {
@@ -75,11 +75,11 @@ int cmd_render(const Args& args) {
   std::string fresh = rendered_document(text, ctx.plan, records, plot);
   std::vector<std::string> written;
   if (fresh != text) {
-    util::write_file_atomic(file, fresh);
+    ctx.repo.write_work_tree(ctx.plan.doc, fresh);
     written.push_back(ctx.plan.doc);
   }
   if (svg && work_tree_plot(ctx) != svg) {
-    util::write_file_atomic(ctx.repo.workdir() / doc::plot_path(ctx.plan), *svg);
+    ctx.repo.write_work_tree(doc::plot_path(ctx.plan), *svg);
     written.push_back(doc::plot_path(ctx.plan));
   }
   if (written.empty())

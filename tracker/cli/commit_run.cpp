@@ -72,10 +72,9 @@ bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
   if (s.code != " M") return false;  // staged, new or deleted: the user's doing
   auto head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(s.path); });
   if (!head) return false;
-  const auto file = ctx.repo.workdir() / s.path;
   std::string work;
   try {
-    work = util::read_file(file);
+    work = ctx.repo.read_work_tree(s.path);
     if (s.path == ctx.plan.doc) {
       if (doc::splice(work, s.path, doc::region_contents(*head, s.path)) != *head) return false;
     } else if (s.path != doc::plot_path(ctx.plan) || work.find(doc::kPlotMarker) == std::string::npos ||
@@ -85,7 +84,7 @@ bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
   } catch (const Error&) {
     return false;  // regions that do not parse: the user's edit
   }
-  util::write_file_atomic(file, *head);
+  ctx.repo.write_work_tree(s.path, *head);
   warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
                    "this run rewrites it",
                    s.path));

@@ -873,6 +873,32 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
   return result;
 }
 
+namespace {
+// `content` through the filters git applies at `path` in direction `mode`; itself when none apply.
+std::string filtered(git_repository* repo, const std::string& path, const std::string& content, git_filter_mode_t mode) {
+  git_filter_list* filters = nullptr;
+  if (git_filter_list_load(&filters, repo, nullptr, path.c_str(), mode, GIT_FILTER_DEFAULT) != 0 || !filters) return content;
+  git_buf out{};
+  const int rc = git_filter_list_apply_to_buffer(&out, filters, content.data(), content.size());
+  git_filter_list_free(filters);
+  std::string converted = rc == 0 && out.ptr ? std::string(out.ptr, out.size) : content;
+  git_buf_dispose(&out);
+  return converted;
+}
+}  // namespace
+
+std::string Repository::to_work_tree(const std::string& path, const std::string& content) const {
+  return filtered(m_repo, path, content, GIT_FILTER_TO_WORKTREE);
+}
+
+std::string Repository::read_work_tree(const std::string& path) const {
+  return filtered(m_repo, path, util::read_file(m_workdir / path), GIT_FILTER_TO_ODB);
+}
+
+void Repository::write_work_tree(const std::string& path, const std::string& content) const {
+  util::write_file_atomic(m_workdir / path, to_work_tree(path, content));
+}
+
 void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pair<std::string, std::string>>& files,
                                const std::string& commit, std::vector<std::string>& kept_edits) const {
   // Make the index and work tree agree with the commit, for exactly these paths.
@@ -886,7 +912,11 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     std::error_code ec;
     if (fs::exists(file, ec)) current = util::read_file(file);
     auto previous = before.read(path);
-    if (current && *current != content && current != previous) {
+    // Compared and written as a checkout writes them (core.autocrlf, eol attributes): the
+    // commit's text converted is the user's untouched file, not an edit.
+    const std::string want = to_work_tree(path, content);
+    const auto previous_checked_out = previous ? std::optional<std::string>(to_work_tree(path, *previous)) : std::nullopt;
+    if (current && *current != want && current != previous_checked_out) {
       // Edited while we ran (or a file of the user's where the commit put one): the user's text
       // wins in the work tree. Its index entry still names the tree before the commit, which
       // would stage an undo of the commit for the user's next `git commit`; so it follows the
@@ -904,7 +934,7 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
       continue;
     }
     // git holds the content (the commit is made); the work-tree copy needs no fsync.
-    if (current != content) util::write_file_atomic(file, content, util::Durability::ordinary);
+    if (current != want) util::write_file_atomic(file, want, util::Durability::ordinary);
     synced.push_back(path);
   }
   util::trace("work tree written");

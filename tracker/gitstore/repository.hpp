@@ -101,6 +101,11 @@ class Repository {
   bool head_contains(const std::string& commit) const;
   // Whether HEAD points straight at a commit instead of at a branch.
   bool head_detached() const;
+  // A work-tree file's text as the repository holds it (line endings converted back, as
+  // `git add` would: core.autocrlf, eol attributes), and the atomic write of a repository text as
+  // a checkout writes it. abtrack compares and renders in the repository's form.
+  std::string read_work_tree(const std::string& path) const;
+  void write_work_tree(const std::string& path, const std::string& content) const;
   // Calls `fn` with a view of HEAD's tree.
   template <class Fn>
   auto with_head(Fn&& fn) const;
@@ -157,6 +162,9 @@ class Repository {
   // (appended to `kept_edits`).
   void sync_checkout(git_tree* before, const std::vector<std::pair<std::string, std::string>>& files,
                      const std::string& commit, std::vector<std::string>& kept_edits) const;
+  // `content` as a checkout writes it at `path` (line-ending conversion and the other filters
+  // .gitattributes and core.autocrlf ask for); itself when none applies.
+  std::string to_work_tree(const std::string& path, const std::string& content) const;
   // The index entries of paths a commit wrote (sync_checkout): from the index's bytes when
   // raw_index_with_entries handles it, else through libgit2.
   enum class IndexWrite { done, locked, unhandled };
