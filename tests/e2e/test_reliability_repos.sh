@@ -130,4 +130,67 @@ git checkout -q --detach
 expect_rc 0 ab step
 expect_contains "$ERR" "abtrack: warning: HEAD is detached: run 3 is committed on no branch"
 
+step "a run commit rebased onto new code: the next run names the new code (a new pool)"
+new_repo rebased
+printf 'old\n' >src.c
+cat >abtrack.yaml <<'EOF'
+experiment: rebased
+doc: AB.md
+axes:
+  n: [1, 2]
+command: if grep -q new src.c; then echo '{"t":[1]}'; else echo '{"t":[2]}'; fi
+metrics:
+  t: {json: t}
+EOF
+git_commit_all "user: plan"
+expect_rc 0 ab init
+git branch up
+expect_rc 0 ab step --cell n=1
+git checkout -q up && printf 'new\n' >>src.c && git_commit_all "user: new code" && git checkout -q main
+git rebase -q up || fail "rebase"
+expect_rc 0 ab step --cell n=1
+expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Code,valueonly)' | sed '/^$/d')" "$(git rev-parse HEAD~1)" \
+  "the run names the rebased commit, which holds the new code"
+expect_rc 0 ab status
+expect_match "$OUT" 'n=1 +pass +run 2 +t 1$' "the new code's run is a pool of its own"
+
+step "a run number that comes back on another branch keeps both snapshots"
+new_repo renumbered
+write_plan
+printf 'x\n' >src.c
+git_commit_all "user: plan"
+expect_rc 0 ab init
+git checkout -q -b b1 && printf 'dirty 1\n' >>src.c
+expect_rc 0 ab step
+s1=$(json runs/repos/0001.json 'd["code"]["snapshot"]')
+git checkout -q src.c && git checkout -q main && git checkout -q -b b2 && printf 'dirty 2\n' >>src.c
+expect_rc 0 ab step
+s2=$(json runs/repos/0001.json 'd["code"]["snapshot"]')
+expect_eq "$(git rev-parse refs/abtrack/snapshots/repos/1)" "$s1" "the first run 1 keeps its ref"
+expect_eq "$(git rev-parse "refs/abtrack/snapshots/repos/1-${s2:0:12}")" "$s2" "the second run 1 gets its own"
+git checkout -q src.c && git gc -q --prune=now
+expect_true "the first snapshot survives gc" git cat-file -e "$s1"
+
+step "a journaled measurement keeps the scale it was taken with when the plan changes it"
+new_repo rescaled
+cat >abtrack.yaml <<'EOF'
+experiment: rescaled
+doc: AB.md
+axes:
+  n: [1, 2]
+command: echo '{"t":[{n}]}'
+metrics:
+  t: {json: t}
+EOF
+git_commit_all "user: plan"
+expect_rc 0 ab init
+touch .git/refs/heads/main.lock
+expect_rc 3 ab step
+rm .git/refs/heads/main.lock
+sed -i 's/t: {json: t}/t: {json: t, scale: 1000, unit: us}/' abtrack.yaml && git_commit_all "user: microseconds"
+expect_rc 0 ab step --cell n=2
+expect_eq "$(json runs/rescaled/0001.json 'd["metrics"]["t"]["scale"]')" 1.0 "the recovered run says the scale it was measured with"
+expect_eq "$(json runs/rescaled/0001.json '"unit" in d["metrics"]["t"]')" false "and no unit"
+expect_eq "$(json runs/rescaled/0002.json 'd["metrics"]["t"]["samples"]')" "[2000.0]" "the new run is scaled"
+
 done_testing

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "doc/plot.hpp"
 #include "doc/regions.hpp"
@@ -126,7 +127,11 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
   if (auto head = ctx.repo.head_entry()) {
     code.commit = head->commit;
     std::string named = head->trailer("Abtrack-Code");
-    if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn")
+    // Only while HEAD still holds that code: a rebase, a cherry-pick or a commit squeezed in
+    // under a run commit leaves the trailer naming code HEAD no longer has.
+    if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
+        ctx.repo.same_tree_except(head->commit, named.substr(0, 40),
+                                  {std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)}))
       code.commit = named.substr(0, 40);
   }
   code.dirty = dirty ? *dirty : ctx.repo.dirty({std::string(plan::kRunsFolder)});
@@ -234,8 +239,13 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
     change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot, history.runs_left_out));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
-    if (!rec.code.snapshot.empty())
-      change.refs.emplace_back(fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run), rec.code.snapshot);
+    if (!rec.code.snapshot.empty()) {
+      // A run number can come back (another branch, a reverted run): the earlier run's snapshot
+      // keeps its ref, and this one gets its own beside it.
+      std::string ref = fmt::format("refs/abtrack/snapshots/{}/{}", rec.experiment, rec.run);
+      if (ctx.repo.ref_points_elsewhere(ref, rec.code.snapshot)) ref += "-" + rec.code.snapshot.substr(0, 12);
+      change.refs.emplace_back(ref, rec.code.snapshot);
+    }
     committed = rec;
     util::trace("record and document built");
     return change;
@@ -317,7 +327,17 @@ int recover_journal(Context& ctx) {
       return false;
     }
     draft.data.cell = *cell;
+    // The plan's metrics, with the scale and unit the measurement was taken with (the plan may
+    // have changed them since: the samples are scaled already).
     draft.metric_specs = ctx.plan.metrics;
+    const auto j = nlohmann::json::parse(content, nullptr, false);
+    for (auto& m : draft.metric_specs) {
+      if (!j.is_object() || !j.contains("metrics") || !j["metrics"].is_object() || !j["metrics"].contains(m.name)) continue;
+      const auto& e = j["metrics"][m.name];
+      if (!e.is_object()) continue;
+      if (e.contains("scale") && e["scale"].is_number()) m.scale = e["scale"].get<double>();
+      m.unit = e.contains("unit") && e["unit"].is_string() ? e["unit"].get<std::string>() : "";
+    }
     auto before = ctx.repo.head();
     auto rec = commit_run(ctx, draft);
     if (ctx.repo.head() != before) {

@@ -509,6 +509,58 @@ bool Repository::head_contains(const std::string& commit) const {
 
 bool Repository::head_detached() const { return git_repository_head_detached(m_repo) == 1; }
 
+namespace {
+// Whether trees `a` and `b` (at `prefix`) match outside the `data` paths: entries are compared by
+// id, and only a folder that holds a data path is walked into.
+bool trees_match_except(git_repository* repo, const git_tree* a, const git_tree* b, const std::string& prefix,
+                        const std::vector<std::string>& data) {
+  auto is_data = [&](const std::string& p) { return std::find(data.begin(), data.end(), p) != data.end(); };
+  auto holds_data = [&](const std::string& p) {
+    return std::any_of(data.begin(), data.end(), [&](const std::string& d) { return d.starts_with(p + "/"); });
+  };
+  auto check = [&](const git_tree* x, const git_tree* y) {  // every entry of x is in y, the same
+    for (std::size_t i = 0, n = git_tree_entrycount(x); i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(x, i);
+      const std::string path = prefix + git_tree_entry_name(e);
+      if (is_data(path)) continue;
+      const git_tree_entry* f = git_tree_entry_byname(y, git_tree_entry_name(e));
+      if (!f) return false;
+      if (git_oid_equal(git_tree_entry_id(e), git_tree_entry_id(f)) && git_tree_entry_filemode(e) == git_tree_entry_filemode(f))
+        continue;
+      if (!holds_data(path) || git_tree_entry_type(e) != GIT_OBJECT_TREE || git_tree_entry_type(f) != GIT_OBJECT_TREE) return false;
+      Tree sx, sy;
+      if (git_tree_lookup(sx.out(), repo, git_tree_entry_id(e)) != 0 || git_tree_lookup(sy.out(), repo, git_tree_entry_id(f)) != 0)
+        return false;
+      if (!trees_match_except(repo, sx.get(), sy.get(), path + "/", data)) return false;
+    }
+    return true;
+  };
+  // Both ways round: an entry only in b is a difference too (folders are compared twice, cheaply).
+  return check(a, b) && check(b, a);
+}
+}  // namespace
+
+bool Repository::same_tree_except(const std::string& a, const std::string& b, const std::vector<std::string>& data) const {
+  git_oid ia, ib;
+  if (git_oid_fromstr(&ia, a.c_str()) != 0 || git_oid_fromstr(&ib, b.c_str()) != 0) return false;
+  Tree ta, tb;
+  try {
+    ta.reset(tree_of(m_repo, ia));
+    tb.reset(tree_of(m_repo, ib));
+  } catch (const Error&) {
+    return false;  // a commit this repository does not have
+  }
+  if (!ta.get() || !tb.get()) return false;
+  if (git_oid_equal(git_tree_id(ta.get()), git_tree_id(tb.get()))) return true;
+  return trees_match_except(m_repo, ta.get(), tb.get(), "", data);
+}
+
+bool Repository::ref_points_elsewhere(const std::string& ref, const std::string& target) const {
+  git_oid id;
+  if (git_reference_name_to_id(&id, m_repo, ref.c_str()) != 0) return false;
+  return hex(id) != target;
+}
+
 git_tree* Repository::head_tree(std::optional<std::string>& commit) const {
   auto tip = read_tip(m_repo);
   commit = tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt;

@@ -101,6 +101,11 @@ class Repository {
   bool head_contains(const std::string& commit) const;
   // Whether HEAD points straight at a commit instead of at a branch.
   bool head_detached() const;
+  // Whether commits `a` and `b` hold the same files, apart from the paths in `data` (files or
+  // folders, repo-relative): false when either is missing.
+  bool same_tree_except(const std::string& a, const std::string& b, const std::vector<std::string>& data) const;
+  // Whether `ref` exists and points at a commit other than `target`.
+  bool ref_points_elsewhere(const std::string& ref, const std::string& target) const;
   // A work-tree file's text as the repository holds it (line endings converted back, as
   // `git add` would: core.autocrlf, eol attributes), and the atomic write of a repository text as
   // a checkout writes it. abtrack compares and renders in the repository's form.
