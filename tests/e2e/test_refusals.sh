@@ -190,4 +190,22 @@ expect_rc 3 ab step
 expect_contains "$ERR" "uncommitted changes in AB.md (M)"
 expect_eq "$(tail -n 1 AB.md)" "my own line" "an edit outside the regions is still refused and kept"
 
+sed -i 's#</svg>#<text>MY NOTE</text></svg>#' AB.svg
+git checkout -q AB.md
+expect_rc 3 ab step
+expect_contains "$ERR" "uncommitted changes in AB.svg (M)"
+expect_contains AB.svg "MY NOTE"
+git checkout -q AB.svg
+
+step "a document whose regions are broken, or that has none, is refused before anything runs"
+rm -f "$MARKER_DIR"/*
+sed -i '/abtrack:end results/d' AB.md && git commit -q -am "user: a broken region" || fail "user commit"
+expect_rc 2 ab step
+expect_match "$ERR" "^abtrack: error: AB.md:[0-9]+:1: "
+expect_eq "$(markers)" "" "nothing ran"
+printf '# my notes\n' >AB.md && git commit -q -am "user: no regions" || fail "user commit"
+expect_rc 2 ab step
+expect_contains "$ERR" "abtrack: error: AB.md: the document has no abtrack region"
+expect_eq "$(markers)" "" "nothing ran"
+
 done_testing

@@ -66,20 +66,22 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
   return out;
 }
 
-// Whether the work tree's `path` differs from HEAD's only in what abtrack writes there (the
-// document's regions, all of the plot): `abtrack render`'s output, which a step rewrites anyway.
-// Such a file is put back to HEAD's bytes so that the commit finds it clean.
+// Whether the work tree's `path` (the document or the plot) is exactly what `abtrack render`
+// makes of HEAD's records: abtrack's own output, which a step rewrites anyway, not an edit. Such
+// a file is put back to HEAD's bytes so that the commit finds it clean.
 bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
   if (s.code != " M") return false;  // staged, new or deleted: the user's doing
+  if (s.path != ctx.plan.doc && s.path != doc::plot_path(ctx.plan)) return false;
   auto head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(s.path); });
   if (!head) return false;
-  std::string work;
   try {
-    work = ctx.repo.read_work_tree(s.path);
+    const std::string work = ctx.repo.read_work_tree(s.path);
+    const auto records = head_records(ctx);
+    const auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     if (s.path == ctx.plan.doc) {
-      if (doc::splice(work, s.path, doc::region_contents(*head, s.path)) != *head) return false;
-    } else if (s.path != doc::plot_path(ctx.plan) || work.find(doc::kPlotMarker) == std::string::npos ||
-               head->find(doc::kPlotMarker) == std::string::npos) {
+      const bool plot = svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+      if (work != rendered_document(*head, ctx.plan, records, plot)) return false;
+    } else if (work != svg) {
       return false;
     }
   } catch (const Error&) {
@@ -97,8 +99,13 @@ bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
 bool preflight(const Context& ctx) {
   ctx.repo.check_identity();
   check_paths_are_ours(ctx);
-  // A document that cannot be made must stop us before anything runs, not after.
-  ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
+  // A document that cannot be made must stop us before anything runs, not after: one whose
+  // regions do not parse, or that has none (init refuses such a document too).
+  const std::string base = ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
+  if (doc::find_regions(base, ctx.plan.doc).empty())
+    throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
+                "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
+                "(also summary and runs, if you want them)");
   auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;
