@@ -71,9 +71,10 @@ expect_eq "$(git show --name-only --format= HEAD | grep -vx AB.svg | sort | tr '
 expect_rc 1 ab step --cell warps=4,batch=16 --metric time_us=1 --metric err=0.5
 expect_eq "$(json "$(rec 6)" 'd["outcome"]')" fail "--metric values go through the gates"
 expect_eq "$(runs_of_command)" 4 "still no command run"
-expect_rc 1 ab step --cell warps=4,batch=16 --metric time_us=1
-expect_eq "$(json "$(rec 7)" 'd["outcome"]')" invalid "a plan metric not given is missing: invalid"
-expect_contains "$(json "$(rec 7)" 'd["reason"]')" "err" "the reason names the missing metric"
+H7=$(git rev-parse HEAD)
+expect_rc 2 ab step --cell warps=4,batch=16 --metric time_us=1
+expect_contains "$ERR" "abtrack: error: --metric gives no value for metric 'err'"
+expect_eq "$(git rev-parse HEAD)" "$H7" "an incomplete --metric is a usage error: nothing committed"
 H=$(git rev-parse HEAD)
 expect_rc 2 ab step --metric time_uss=1 --metric err=0
 expect_contains "$ERR" "did you mean" "unknown metric: did you mean"
@@ -89,10 +90,10 @@ step "--record reads a file as the command's stdout"
 printf 'warming up\n{"time_us":[99]}\n{"time_us":[3.25,4.5],"err":0.002}\n' >"$WORK/measured.txt"
 expect_rc 0 ab step --cell warps=8,batch=16 --record "$WORK/measured.txt"
 expect_eq "$(runs_of_command)" 4 "--record does not run the command"
-expect_eq "$(json "$(rec 8)" 'd["metrics"]["time_us"]["samples"]')" "[3.25, 4.5]" "--record samples (last JSON object)"
-expect_eq "$(json "$(rec 8)" 'd["metrics"]["err"]["samples"]')" "[0.002]" "--record second metric"
-expect_eq "$(json "$(rec 8)" 'd["outcome"]')" pass "--record outcome"
-expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d')" 8 "--record committed as run 8"
+expect_eq "$(json "$(rec 7)" 'd["metrics"]["time_us"]["samples"]')" "[3.25, 4.5]" "--record samples (last JSON object)"
+expect_eq "$(json "$(rec 7)" 'd["metrics"]["err"]["samples"]')" "[0.002]" "--record second metric"
+expect_eq "$(json "$(rec 7)" 'd["outcome"]')" pass "--record outcome"
+expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d')" 7 "--record committed as run 7"
 H=$(git rev-parse HEAD)
 expect_rc 2 ab step --record "$WORK/does-not-exist.txt"
 expect_contains "$ERR" "does-not-exist.txt" "a missing --record file is named"

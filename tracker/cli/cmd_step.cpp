@@ -125,6 +125,18 @@ int cmd_step(const Args& args) {
       throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
     output = util::read_file(*record_file);
   }
+  // Values given by hand name every metric the output cannot give: an incomplete one is a typing
+  // mistake to fix, not an invalid run to commit.
+  if (record_file || !values.empty())
+    for (const auto& m : ctx.plan.metrics) {
+      if (values.count(m.name)) continue;
+      if (!record_file)
+        throw Error(Exit::usage, fmt::format("--metric gives no value for metric '{}'", m.name),
+                    fmt::format("give every metric: --metric {}=VALUE (or --record FILE)", m.name));
+      if (!m.file.empty())
+        throw Error(Exit::usage, fmt::format("--record cannot read metric '{}': it comes from the file {}", m.name, m.file),
+                    fmt::format("give its value with --metric {}=VALUE", m.name));
+    }
   bool dirty = preflight(ctx);
   recover_journal(ctx);
   if (!cell) {
