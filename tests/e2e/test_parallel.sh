@@ -67,6 +67,12 @@ for f in runs/par/*.json; do
   expect_contains "$(json "$f" 'd["invocations"][0]["stdout_tail"]')" "\"gpu\": \"$g\""
 done
 
+step "step runs its cell on a GPU of gpus: too"
+expect_rc 0 ab step --cell warps=8,batch=16
+f=$(ls runs/par/*.json | tail -n 1)
+expect_eq "$(json "$f" 'd["placement"]["gpu"]')" 0 "step takes the plan's first GPU"
+expect_contains "$(json "$f" 'd["invocations"][0]["stdout_tail"]')" '"gpu": "0"'
+
 step "plan errors for the new keys"
 new_repo errors
 EXPECT_INIT=2 plan "gpus: [0, 0]

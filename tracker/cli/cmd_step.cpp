@@ -156,7 +156,10 @@ int cmd_step(const Args& args) {
     fmt::print("{}\n", result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
-  run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, exit_code);
+  if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
+    run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, exit_code);
+  else
+    run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, exit_code);
   return exit_code;
 }
 
