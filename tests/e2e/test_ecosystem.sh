@@ -204,4 +204,24 @@ else
   echo "no build dir: the install check is skipped" >&2
 fi
 
+step "a baseline measured on other code is flagged"
+new_repo othercode
+printf '2\n' >k.txt
+cat >abtrack.yaml <<'EOF'
+experiment: cw
+doc: AB.md
+axes: {w: [4, 8]}
+baseline: {w: 4}
+command: 'v=$(cat k.txt); echo "{\"t\": [$v, $v, $v, $v, $v, $v]}"'
+metrics: {t: {json: t, better: lower}}
+EOF
+git_commit_all "user: plan"
+expect_rc 0 ab init
+expect_rc 0 ab step --cell w=4
+printf '1\n' >k.txt && git_commit_all "user: a faster kernel"
+expect_rc 0 ab step --cell w=8
+expect_match "$(region AB.md summary)" "w=8 is compared with a baseline measured on other code: baseline run 1 on [0-9a-f]{12}, run 2 on $(git rev-parse --short=12 HEAD~1)"
+expect_rc 0 ab step --cell w=4
+expect_not_contains "$(region AB.md summary)" "measured on other code" "the baseline run again on this code: no warning"
+
 done_testing

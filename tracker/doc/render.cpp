@@ -159,6 +159,29 @@ std::string machine_warnings(const std::vector<CellComparison>& comps) {
   return out;
 }
 
+// Comparisons whose cell and baseline pools ran different code (their Abtrack-Code differ): the
+// change then mixes the code's change with the variant's.
+std::string code_warnings(const std::vector<CellComparison>& comps) {
+  std::vector<std::string> lines;
+  for (const auto& cc : comps) {
+    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.base->latest() || !cc.unavailable.empty()) continue;
+    const Record* c = cc.cell->latest();
+    const Record* b = cc.base->latest();
+    if (c->code.same_identity(b->code)) continue;
+    auto name = [](const Record* r) {
+      return r->code.commit.empty() ? std::string("unborn") : r->code.commit.substr(0, 12) + (r->code.dirty ? " +dirty" : "");
+    };
+    lines.push_back(fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
+                                "(run the baseline again on this code)",
+                                c->label(), b->run, name(b), c->run, name(c)));
+  }
+  if (lines.empty()) return {};
+  std::string out;
+  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
+  if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more comparisons with a baseline on other code\n", lines.size() - 10);
+  return out;
+}
+
 // Artifacts that are byte-identical between different variants: a no-op A/B (a config the
 // build or an autotuner ignored). Variants differ on the baseline's axes (every axis without one).
 std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
@@ -399,7 +422,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   }
   std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending.\n", measured,
                               cells.size(), pass, fail, invalid, cells.size() - measured);
-  if (auto w = machine_warnings(comps) + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
+  if (auto w = machine_warnings(comps) + code_warnings(comps) + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
   if (plan.prediction) {
     const auto& p = *plan.prediction;
     s += fmt::format("\n**Prediction:** `{}` {}", p.metric, pct(p.change_pct));
