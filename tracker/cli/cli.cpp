@@ -55,12 +55,8 @@ int abtrack_main(int argc, char** argv) {
       fmt::print("abtrack {}\n", version());
       return 0;
     }
-    if (args.command.empty()) {
-      Args help;
-      help.command = "help";
-      cmd_help(help);
-      return static_cast<int>(Exit::usage);
-    }
+    if (args.command.empty())
+      throw Error(Exit::usage, "no command given", "abtrack help lists the commands; abtrack step runs the next cell");
     for (const auto& c : commands()) {
       if (c.name != args.command) continue;
       int rc = c.run(args);

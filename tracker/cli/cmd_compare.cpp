@@ -116,7 +116,12 @@ int cmd_compare(const Args& args) {
   const plan::Metric* m = nullptr;
   if (metric) {
     m = ctx.plan.metric(*metric);
-    if (!m) throw Error(Exit::usage, fmt::format("unknown metric '{}'", *metric));
+    if (!m) {
+      std::vector<std::string> names;
+      for (const auto& x : ctx.plan.metrics) names.push_back(x.name);
+      throw Error(Exit::usage, fmt::format("unknown metric '{}'{}", *metric, util::suggestion_suffix(*metric, names)),
+                  fmt::format("the plan's metrics are: {}", fmt::join(names, ", ")));
+    }
   } else {
     auto compared = record::compared_metrics(ctx.plan);
     m = compared.empty() ? &ctx.plan.metrics.front() : compared.front();

@@ -118,7 +118,8 @@ int cmd_help(const Args& args) {
     }
     std::vector<std::string> names;
     for (const auto& c : commands()) names.emplace_back(c.name);
-    throw Error(Exit::usage, fmt::format("no command '{}'{}", args.rest.front(), util::suggestion_suffix(args.rest.front(), names)));
+    throw Error(Exit::usage, fmt::format("no command '{}'{}", args.rest.front(), util::suggestion_suffix(args.rest.front(), names)),
+                "abtrack help lists the commands");
   }
   fmt::print(
       "abtrack {} — GPU-kernel A/B experiments as a git history\n\n"

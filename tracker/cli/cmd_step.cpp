@@ -194,7 +194,8 @@ int cmd_run(const Args& args) {
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
-  if (detach && !slurm) throw Error(Exit::usage, "--detach needs executor: slurm in the plan");
+  if (detach && !slurm)
+    throw Error(Exit::usage, "--detach needs executor: slurm in the plan", "without Slurm, `abtrack run` runs the cells here and waits");
   if (jobs && slurm) throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
   if (rounds > 1 && slurm)
     throw Error(Exit::usage, "--rounds is for the local executor; with executor: slurm each cell is one task of the job array",

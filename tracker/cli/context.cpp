@@ -172,7 +172,8 @@ void info(const GlobalOptions& g, const std::string& message) {
 std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name) {
   const std::string& a = args[i];
   if (a == name) {
-    if (i + 1 >= args.size()) throw Error(Exit::usage, fmt::format("{} needs a value", name));
+    if (i + 1 >= args.size())
+      throw Error(Exit::usage, fmt::format("{} needs a value", name), fmt::format("write {} VALUE; abtrack help lists the options", name));
     i += 1;
     return args[i];
   }
