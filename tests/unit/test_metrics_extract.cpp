@@ -34,6 +34,8 @@ TEST_CASE("no JSON, broken JSON, NaN") {
   CHECK(why == "no JSON object on stdout");
   CHECK_FALSE(metrics::last_json_object("INFO: {\"t\": 3}\n", &why));
   CHECK(why == "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)");
+  CHECK_FALSE(metrics::last_json_object("{\"g\": , \"t\": 1}\n", &why));
+  CHECK(why == "the last JSON-looking output does not parse: {\"g\": , \"t\": 1}");
   CHECK_FALSE(metrics::last_json_object("{\"t\": NaN}\n", &why));
   CHECK(why.find("does not parse (NaN and Infinity are not JSON)") != std::string::npos);
   CHECK_FALSE(metrics::last_json_object("{\"t\": [1, 2\n", &why));

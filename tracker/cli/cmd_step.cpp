@@ -121,8 +121,10 @@ int cmd_step(const Args& args) {
   std::optional<std::string> output;
   if (record_file) {
     std::error_code ec;
+    if (!std::filesystem::exists(*record_file, ec)) throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
     if (!std::filesystem::is_regular_file(*record_file, ec))
-      throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
+      throw Error(Exit::usage, fmt::format("--record: {} is not a regular file", *record_file),
+                  "save the command's output to a file first (command > out.txt), then --record out.txt");
     output = util::read_file(*record_file);
   }
   // Values given by hand name every metric the output cannot give: an incomplete one is a typing

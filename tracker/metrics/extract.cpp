@@ -73,7 +73,10 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
             best_end = *end;
           } else if (first_error.empty() && !best) {
             std::string line(util::trim(t.substr(p, std::min<std::size_t>(line_end - p, 120))));
-            first_error = fmt::format("the last JSON-looking output does not parse (NaN and Infinity are not JSON): {}", line);
+            const bool non_finite = line.find("NaN") != std::string::npos || line.find("nan") != std::string::npos ||
+                                    line.find("Infinity") != std::string::npos || line.find("inf") != std::string::npos;
+            first_error = fmt::format("the last JSON-looking output does not parse{}: {}",
+                                      non_finite ? " (NaN and Infinity are not JSON)" : "", line);
           }
         }
       } else if (first_error.empty() && !best) {
