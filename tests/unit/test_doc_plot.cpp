@@ -151,6 +151,7 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
   CHECK(json.find("\"t delta_pct\": null") != std::string::npos);
   CHECK(json.find("\"t verdict\": \"better\"") != std::string::npos);
   CHECK(json.find("\"n\": 8") != std::string::npos);
+  CHECK(json.find("\"warps\": 4,") != std::string::npos);  // an integer axis value is a number, as in the records
   auto pending = doc::export_table(p, {runs[0]}, true);
   CHECK(std::get<std::string>(pending.rows[1][3]) == "pending");
 }

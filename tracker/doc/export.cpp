@@ -28,6 +28,14 @@ Value median_of(const std::map<std::string, std::vector<double>>& samples, const
 
 Value finite(double v) { return std::isfinite(v) ? Value(v) : Value(); }
 
+// An axis value as the record has it: written as plain digits (at most 15), a number; else text.
+Value axis_value(const std::string& s) {
+  std::size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
+  bool digits = s.size() > start && s.size() <= 15 && !(s[start] == '0' && s.size() > start + 1);
+  for (std::size_t i = start; digits && i < s.size(); ++i) digits = s[i] >= '0' && s[i] <= '9';
+  return digits ? Value(static_cast<double>(std::stoll(s))) : Value(s);
+}
+
 std::string text_of(const Value& v) {
   if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
   if (std::holds_alternative<double>(v)) return fmt::format("{:.10g}", std::get<double>(v));
@@ -89,7 +97,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const auto& c = cells[i];
       std::vector<Value> row;
-      for (const auto& v : c.cell.values) row.push_back(v);
+      for (const auto& v : c.cell.values) row.push_back(axis_value(v));
       auto pooled = c.latest() ? c.pooled_samples() : std::map<std::string, std::vector<double>>{};
       std::size_t n = 0;
       for (const auto& [name, s] : pooled) n = std::max(n, s.size());
@@ -118,7 +126,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
     auto cell = record::plan_cell(plan, r.cell);
     for (const auto& a : plan.axes) {
       auto it = std::find_if(r.cell.begin(), r.cell.end(), [&](const auto& kv) { return kv.first == a.name; });
-      row.push_back(it == r.cell.end() ? Value() : Value(it->second));
+      row.push_back(it == r.cell.end() ? Value() : axis_value(it->second));
     }
     row.push_back(std::string(runner::to_string(r.data.outcome)));
     for (const auto& m : plan.metrics) row.push_back(median_of(r.data.samples, m.name));
