@@ -294,6 +294,8 @@ expect_rc 2 ab
 expect_contains "$ERR" "abtrack: error: no command given"
 expect_rc 2 ab help nope
 expect_contains "$ERR" "hint: abtrack help lists the commands"
+expect_rc 2 ab -p
+expect_contains "$ERR" "hint: write -p VALUE"
 expect_rc 0 ab help
 expect_contains "$OUT" "step"
 expect_rc 0 ab help step

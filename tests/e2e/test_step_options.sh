@@ -95,6 +95,12 @@ expect_eq "$(json "$(rec 7)" 'd["metrics"]["err"]["samples"]')" "[0.002]" "--rec
 expect_eq "$(json "$(rec 7)" 'd["outcome"]')" pass "--record outcome"
 expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d')" 7 "--record committed as run 7"
 H=$(git rev-parse HEAD)
+expect_rc 2 ab step --record /dev/null
+expect_contains "$ERR" "abtrack: error: --record: /dev/null is not a regular file"
+expect_rc 2 ab run --detach
+expect_contains "$ERR" "hint: without Slurm, \`abtrack run\` runs the cells here and waits"
+expect_rc 2 ab compare 1 2 --metric tt
+expect_contains "$ERR" "hint: the plan's metrics are: time_us, err"
 expect_rc 2 ab step --record "$WORK/does-not-exist.txt"
 expect_contains "$ERR" "does-not-exist.txt" "a missing --record file is named"
 expect_eq "$(git rev-parse HEAD)" "$H" "no commit for a missing --record file"

@@ -70,9 +70,7 @@ int cmd_render(const Args& args) {
   auto [file, text] = work_tree_document(ctx);
   auto records = head_records(ctx);
   // The plot is redrawn too (deterministic bytes from the same records), as a step would.
-  auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
-  bool plot = svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
-  std::string fresh = rendered_document(text, ctx.plan, records, plot);
+  auto [fresh, svg] = fresh_render(ctx, text, records);
   std::vector<std::string> written;
   if (fresh != text) {
     ctx.repo.write_work_tree(ctx.plan.doc, fresh);

@@ -69,21 +69,18 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
 // Whether the work tree's `path` (the document or the plot) is exactly what `abtrack render`
 // makes of HEAD's records: abtrack's own output, which a step rewrites anyway, not an edit. Such
 // a file is put back to HEAD's bytes so that the commit finds it clean.
-bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s) {
+// `head_doc`: HEAD's document (the base of the rendering); `records`: HEAD's, read on first use.
+bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s, const std::string& head_doc,
+                          std::optional<std::vector<record::Record>>& records) {
   if (s.code != " M") return false;  // staged, new or deleted: the user's doing
   if (s.path != ctx.plan.doc && s.path != doc::plot_path(ctx.plan)) return false;
   auto head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(s.path); });
   if (!head) return false;
   try {
     const std::string work = ctx.repo.read_work_tree(s.path);
-    const auto records = head_records(ctx);
-    const auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
-    if (s.path == ctx.plan.doc) {
-      const bool plot = svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
-      if (work != rendered_document(*head, ctx.plan, records, plot)) return false;
-    } else if (work != svg) {
-      return false;
-    }
+    if (!records) records = head_records(ctx);
+    const Rendering fresh = fresh_render(ctx, head_doc, *records);
+    if (work != (s.path == ctx.plan.doc ? std::optional<std::string>(fresh.doc) : fresh.svg)) return false;
   } catch (const Error&) {
     return false;  // regions that do not parse: the user's edit
   }
@@ -109,8 +106,9 @@ bool preflight(const Context& ctx) {
   auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;
+  std::optional<std::vector<record::Record>> records;
   for (const auto& c : scan.watched)
-    if (!restore_if_only_ours(ctx, c)) changed.push_back(c);
+    if (!restore_if_only_ours(ctx, c, base, records)) changed.push_back(c);
   if (changed.empty()) return scan.other_changes;
   std::vector<std::string> lines;
   bool doc_untracked = false;

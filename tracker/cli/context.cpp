@@ -136,6 +136,14 @@ bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {
   return tree.read(doc::plot_path(plan)).has_value();
 }
 
+Rendering fresh_render(const Context& ctx, const std::string& base, const std::vector<record::Record>& records) {
+  Rendering r;
+  r.svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
+  const bool plot = r.svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  r.doc = rendered_document(base, ctx.plan, records, plot);
+  return r;
+}
+
 void check_paths_are_ours(const Context& ctx) {
   namespace fs = std::filesystem;
   std::error_code ec;

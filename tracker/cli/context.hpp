@@ -74,6 +74,14 @@ std::string rendered_document(const std::string& base, const plan::Plan& plan,
 // Whether `tree` holds the plan's plot (doc::plot_path), so the document links it.
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan);
 
+// What `abtrack render` makes of `records`: the document `base` with its regions re-rendered,
+// and the plot (none when the plan has none).
+struct Rendering {
+  std::string doc;
+  std::optional<std::string> svg;
+};
+Rendering fresh_render(const Context& ctx, const std::string& base, const std::vector<record::Record>& records);
+
 // Refuses (exit 3) before anything is written where a commit would replace something of the
 // user's: a document reached through a symbolic link (the commit would put a file in place of
 // the link), or a file at the plot's path that abtrack did not generate.

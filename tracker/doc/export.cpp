@@ -9,6 +9,7 @@
 
 #include "doc/render.hpp"
 #include "record/compare.hpp"
+#include "util/text.hpp"
 #include "stats/quantile.hpp"
 
 namespace abtrack::doc {
@@ -28,12 +29,10 @@ Value median_of(const std::map<std::string, std::vector<double>>& samples, const
 
 Value finite(double v) { return std::isfinite(v) ? Value(v) : Value(); }
 
-// An axis value as the record has it: written as plain digits (at most 15), a number; else text.
+// An axis value as the record has it (util::plain_integer: a number; else text).
 Value axis_value(const std::string& s) {
-  std::size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
-  bool digits = s.size() > start && s.size() <= 15 && !(s[start] == '0' && s.size() > start + 1);
-  for (std::size_t i = start; digits && i < s.size(); ++i) digits = s[i] >= '0' && s[i] <= '9';
-  return digits ? Value(static_cast<double>(std::stoll(s))) : Value(s);
+  auto n = util::plain_integer(s);
+  return n ? Value(static_cast<double>(*n)) : Value(s);
 }
 
 std::string text_of(const Value& v) {

@@ -8,6 +8,7 @@
 
 #include "stats/quantile.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 #include "util/version.hpp"
 
 namespace abtrack::record {
@@ -24,11 +25,8 @@ ojson opt_int(const std::optional<T>& v) { return v ? ojson(*v) : ojson(nullptr)
 // Integers written as plain digits become JSON numbers; anything else stays a string, so a
 // value reads back as exactly the text the plan had.
 ojson scalar(const std::string& s) {
-  bool digits = !s.empty() && s.size() <= 15;
-  std::size_t start = s[0] == '-' ? 1 : 0;
-  digits = digits && s.size() > start && !(s[start] == '0' && s.size() > start + 1);
-  for (std::size_t i = start; digits && i < s.size(); ++i) digits = s[i] >= '0' && s[i] <= '9';
-  return digits ? ojson(std::stoll(s)) : ojson(s);
+  auto n = util::plain_integer(s);
+  return n ? ojson(*n) : ojson(s);
 }
 
 // Only what applies: a local run with a GPU has no job id, a Slurm task names its node.

@@ -106,6 +106,14 @@ std::string utf8_tail(std::string_view s, std::size_t max_bytes) {
   return out;
 }
 
+std::optional<long long> plain_integer(std::string_view s) {
+  const std::size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
+  bool digits = s.size() > start && s.size() <= 15 && !(s[start] == '0' && s.size() > start + 1);
+  for (std::size_t i = start; digits && i < s.size(); ++i) digits = s[i] >= '0' && s[i] <= '9';
+  if (!digits) return std::nullopt;
+  return std::stoll(std::string(s));
+}
+
 bool is_identifier(std::string_view s) {
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (s.empty() || !alpha(s[0])) return false;

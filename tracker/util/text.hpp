@@ -32,6 +32,9 @@ std::string utf8_tail(std::string_view s, std::size_t max_bytes);
 
 // True for a C identifier: a letter or '_', then letters, digits or '_'.
 bool is_identifier(std::string_view s);
+// The value of `s` when it is an integer written as plain digits (an optional '-', no leading
+// zero, at most 15 characters: exact in a double); a plan value so written is a number.
+std::optional<long long> plain_integer(std::string_view s);
 
 // Formats a number compactly for tables and messages: up to 4 significant digits.
 std::string format_number(double v);
