@@ -63,12 +63,13 @@ expect_eq "$(git status --porcelain --untracked-files=all | tr '\n' ' ')" " M ru
   "the edits and untracked files under runs/ stay as they were"
 expect_eq "$(json runs/refuse/0002.json 'd["code"]["dirty"]')" false "files under runs/ are data, not code: not dirty"
 expect_eq "$(git for-each-ref refs/abtrack)" "" "no snapshot for changes under runs/ only"
-step "a dirty source file beside them still gets a snapshot (without runs/)"
+step "a dirty source file beside them still gets a snapshot (data as in its parent)"
 echo 'int x;' >src.c
 expect_rc 0 ab step --cell n=4
 expect_eq "$(json runs/refuse/0003.json 'd["code"]["dirty"]')" true "an untracked source file makes the code dirty"
 snap=$(json runs/refuse/0003.json 'd["code"]["snapshot"]')
-expect_eq "$(git ls-tree -r --name-only "$snap" | tr '\n' ' ')" "abtrack.yaml src.c " "the snapshot holds the code, not runs/ or the document"
+expect_eq "$(git diff --name-only "$snap^" "$snap" | tr '\n' ' ')" "src.c " "the snapshot differs from its parent only in code"
+expect_eq "$(git ls-tree -r "$snap" runs AB.md)" "$(git ls-tree -r "$snap^" runs AB.md)" "the snapshot keeps runs/ and the document as its parent has them (the user's edits there are not code)"
 rm -f src.c runs/notes/todo.txt runs/refuse/scratch.txt
 git checkout -q -- runs
 rm -f "$MARKER_DIR"/ran.3 "$MARKER_DIR"/ran.4

@@ -109,7 +109,7 @@ TEST_CASE("a header view reads a cached header without building a record; a corr
     std::ifstream in(dir / "occ.records", std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  bytes[std::string_view("abtrack-record-cache 5\n").size() + 8 + 4 + 4 + 4 + 4 + 2] ^= 1;
+  bytes[std::string_view("abtrack-record-cache 6\n").size() + 8 + 4 + 4 + 4 + 4 + 2] ^= 1;
   {
     std::ofstream out(dir / "occ.records", std::ios::binary | std::ios::trunc);
     out << bytes;
@@ -201,7 +201,7 @@ TEST_CASE("a header read into the caller's record, and a corrupt frame leaves it
   {
     // Corrupt oid1's header (its frame starts right after the magic line).
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(std::string_view("abtrack-record-cache 5\n").size()) + 8 + 4 + 4 + 4 + 4 + 2);
+    f.seekp(static_cast<std::streamoff>(std::string_view("abtrack-record-cache 6\n").size()) + 8 + 4 + 4 + 4 + 4 + 2);
     f.put('\x7f');
   }
   record::RecordCache c(file);

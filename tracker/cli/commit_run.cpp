@@ -1,5 +1,7 @@
 #include "cli/commit_run.hpp"
 
+#include "cli/code_identity.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -34,10 +36,10 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
   for (const auto& m : c.metrics) {
     if (m.metric != metric) continue;
     const auto& r = m.result;
-    std::string verdict = r.verdict == stats::Verdict::same ? "~" : std::string(stats::to_string(r.verdict));
+    std::string verdict = stats::verdict_text(r);  // "~", "better", "better (exact)"
     // The baseline's samples are its pool (its runs on one code identity), up to its latest run.
-    return fmt::format("baseline {} (n={}, pool to run {}); {:+.1f}% {}", util::format_number(r.median_a), r.n_a,
-                       c.baseline_run, r.delta_pct, verdict);
+    return fmt::format("baseline {} (n={}, pool to run {}); {} {}", util::format_number(r.median_a), r.n_a,
+                       c.baseline_run, stats::delta_text(r), verdict);
   }
   return {};
 }
@@ -103,7 +105,8 @@ bool preflight(const Context& ctx) {
     throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
                 "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
                 "(also summary and runs, if you want them)");
-  auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)});
+  auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)}, data_paths(ctx));
+  watch_outputs(ctx);
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;
   std::optional<std::vector<record::Record>> records;
@@ -123,34 +126,6 @@ bool preflight(const Context& ctx) {
                     "aside (git stash push -- {0}), then run again",
                     changed.front().path);
   throw Error(Exit::environment, fmt::format("uncommitted changes in {}", fmt::join(lines, ", ")), hint);
-}
-
-record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
-  record::Code code;
-  // abtrack's own run commits change only records and the document, so the code of HEAD is
-  // the code its run named: every run on unchanged code shares one identity.
-  if (auto head = ctx.repo.head_entry()) {
-    code.commit = head->commit;
-    std::string named = head->trailer("Abtrack-Code");
-    // Only while HEAD still holds that code: a rebase, a cherry-pick or a commit squeezed in
-    // under a run commit leaves the trailer naming code HEAD no longer has.
-    if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
-        ctx.repo.same_tree_except(head->commit, named.substr(0, 40),
-                                  {std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)}))
-      code.commit = named.substr(0, 40);
-  }
-  code.dirty = dirty ? *dirty : ctx.repo.dirty({std::string(plan::kRunsFolder)});
-  util::trace("dirty scan");
-  if (code.dirty) {
-    try {
-      code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
-                                        code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit),
-                                        {ctx.plan.doc, std::string(plan::kRunsFolder) + "/", doc::plot_path(ctx.plan)});
-    } catch (const Error& e) {
-      warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
-    }
-  }
-  return code;
 }
 
 std::string commit_message(const plan::Plan& plan, const record::Record& rec) {
@@ -187,8 +162,7 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
     if (rec.comparison)
       for (const auto& c : rec.comparison->metrics)
         if (c.metric == m.name)
-          line += fmt::format(" ({:+.1f}% {})", c.result.delta_pct,
-                              c.result.verdict == stats::Verdict::same ? "~" : stats::to_string(c.result.verdict));
+          line += fmt::format(" ({} {})", stats::delta_text(c.result), stats::verdict_text(c.result));
   }
   if (!rec.data.reason.empty()) line += "  — " + one_line(rec.data.reason);
   return line;
@@ -207,6 +181,8 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
   rec.artifacts = hash_artifacts(ctx, run.cell);
+  rec.doc = ctx.plan.doc;
+  if (run.source == "command") note_outputs(ctx, &run.cell);
   return rec;
 }
 

@@ -2,6 +2,7 @@
 // Turning a measured run into its record, its document update and its one commit.
 #include <string>
 
+#include "cli/code_identity.hpp"
 #include "cli/context.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
@@ -14,9 +15,6 @@ namespace abtrack::cli {
 // edited or untracked file there neither blocks a step nor goes into its commit).
 bool preflight(const Context& ctx);
 
-// The code a run measures: HEAD's code commit and, when the work tree differs from it, a
-// snapshot commit. `dirty` is the result of a scan just made, if any.
-record::Code code_identity(const Context& ctx, std::optional<bool> dirty = std::nullopt);
 
 // The record of a measured run before it has a number (run 0): what the journal keeps.
 record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code);

@@ -29,7 +29,7 @@ Context open_context(const GlobalOptions& g) {
   util::trace("plan loaded");
   for (const auto& w : plan.warnings) warn(format_diagnostic(w));
   auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
-  return Context{std::move(repo), std::move(plan), name, std::move(cache)};
+  return Context{std::move(repo), std::move(plan), name, std::move(cache), std::nullopt};
 }
 
 namespace {

@@ -17,6 +17,7 @@ namespace abtrack::cli {
 struct GlobalOptions {
   std::optional<std::string> plan;  // -p/--plan FILE
   bool quiet = false;               // -q/--quiet
+  bool verbose = false;             // -v/--verbose: stream the commands' output to stderr
 };
 
 // The arguments of one command after the global options were taken out.
@@ -32,6 +33,8 @@ struct Context {
   plan::Plan plan;
   std::string plan_name;  // as the user named it, for messages
   std::shared_ptr<record::RecordCache> cache;  // parsed records by blob id (.git/abtrack/cache/)
+  // The untracked files as of the last look (code_identity.hpp: outputs); nullopt: not watching.
+  mutable std::optional<std::vector<gitstore::UntrackedFile>> untracked_seen;
 };
 
 // Opens the repository containing the current directory and loads the plan (default

@@ -93,8 +93,10 @@ Scale padded(double lo, double hi, double pad, double p0, double p1) {
 
 }  // namespace
 
-std::string plot_path(const plan::Plan& plan) {
-  std::string doc = plan.doc;
+std::string plot_path(const plan::Plan& plan) { return plot_path(std::string_view(plan.doc)); }
+
+std::string plot_path(std::string_view doc_path) {
+  std::string doc(doc_path);
   auto slash = doc.rfind('/');
   auto dot = doc.rfind('.');
   if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1) && doc.substr(dot) != ".svg")

@@ -14,6 +14,8 @@ namespace abtrack::doc {
 
 // The repo-relative path of the plot: the document's path with ".svg" for its extension.
 std::string plot_path(const plan::Plan& plan);
+// The same for a document's path.
+std::string plot_path(std::string_view doc);
 
 // Whether the plan gets a plot at all: `plot:` not false, an axis, and a metric with `better:`.
 bool plan_has_plot(const plan::Plan& plan);

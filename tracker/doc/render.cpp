@@ -168,9 +168,7 @@ std::string code_warnings(const std::vector<CellComparison>& comps) {
     const Record* c = cc.cell->latest();
     const Record* b = cc.base->latest();
     if (c->code.same_identity(b->code)) continue;
-    auto name = [](const Record* r) {
-      return r->code.commit.empty() ? std::string("unborn") : r->code.commit.substr(0, 12) + (r->code.dirty ? " +dirty" : "");
-    };
+    auto name = [](const Record* r) { return r->code.short_name(); };
     lines.push_back(fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
                                 "(run the baseline again on this code)",
                                 c->label(), b->run, name(b), c->run, name(c)));
@@ -515,8 +513,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   for (auto it = mine.rbegin(); it != mine.rend() && shown < kRunsListed; ++it, ++shown) {
     const Record& r = **it;
     auto ps = r.data.samples.find(primary.name);
-    std::string code = r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12);
-    if (!r.code.snapshot.empty()) code += " +snapshot " + r.code.snapshot.substr(0, 12);
+    std::string code = r.code.short_name();
     runs += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run, escape_cell(r.label()), outcome_text(r.data.outcome),
                         escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
                         escape_cell(r.data.reason.empty() ? "" : r.data.reason), escape_cell(code));

@@ -304,6 +304,13 @@ bool read_to_end(int fd, std::size_t size, std::string& out) {
 
 constexpr unsigned kChanged = ~static_cast<unsigned>(GIT_STATUS_IGNORED) & ~static_cast<unsigned>(GIT_STATUS_CURRENT);
 
+// Whether `path` is one of `paths` or lies in one of its folders (entries ending in '/').
+bool in_path_set(const PathSet& paths, std::string_view path) {
+  return std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
+    return p.ends_with('/') ? path.starts_with(p) || path == std::string_view(p).substr(0, p.size() - 1) : path == p;
+  });
+}
+
 }  // namespace
 
 void free_tree(git_tree* tree) {
@@ -358,6 +365,17 @@ std::optional<std::string_view> TreeView::folder_bytes(const std::string& dir) c
   check_git(git_odb_read(&object, odb.get(), git_tree_entry_id(e.get())), "reading " + dir);
   m_folders.emplace_back(dir, std::shared_ptr<git_odb_object>(object, git_odb_object_free));
   return bytes(object);
+}
+
+std::vector<std::string> TreeView::folders(const std::string& dir) const {
+  std::vector<std::string> out;
+  auto raw = folder_bytes(dir);
+  if (!raw) return out;
+  bool ok = for_each_raw_tree_entry(*raw, [&](std::string_view mode, std::string_view name, const std::uint8_t*) {
+    if (mode == "40000") out.emplace_back(name);
+  });
+  if (!ok) throw Error(Exit::environment, fmt::format("reading {}: its tree object is malformed", dir));
+  return out;
 }
 
 std::optional<std::string> TreeView::read(const std::string& path) const {
@@ -706,7 +724,7 @@ std::shared_ptr<void> Repository::status_index_without(const std::vector<std::st
 }
 
 Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched,
-                                          const std::vector<std::string>& leave_out) const {
+                                          const std::vector<std::string>& leave_out, const PathSet& pass_over) const {
   util::FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
   finish_interrupted_sync();
   Scan scan;
@@ -717,21 +735,67 @@ Repository::Scan Repository::settled_scan(const std::vector<std::string>& watche
   auto index = watched_outside ? status_index_without(leave_out) : nullptr;
   walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
     if (std::find(watched.begin(), watched.end(), path) != watched.end()) scan.watched.push_back(PathStatus{path, short_status(flags)});
-    else scan.other_changes = true;
+    else if (!in_path_set(pass_over, path)) scan.other_changes = true;
     return false;
   });
   return scan;
 }
 
-bool Repository::dirty(const std::vector<std::string>& leave_out) const {
+bool Repository::dirty(const std::vector<std::string>& leave_out, const PathSet& pass_over) const {
   bool any = false;
   auto index = status_index_without(leave_out);
-  walk_status(walk_paths(leave_out, {}), [&](const char*, unsigned) { return any = true; });
+  walk_status(walk_paths(leave_out, {}), [&](const char* path, unsigned) { return any = !in_path_set(pass_over, path); });
   return any;
 }
 
+std::vector<UntrackedFile> Repository::untracked(const std::vector<std::string>& leave_out) const {
+  std::vector<UntrackedFile> out;
+  auto index = status_index_without(leave_out);
+  walk_status(walk_paths(leave_out, {}), [&](const char* path, unsigned flags) {
+    if (!(flags & GIT_STATUS_WT_NEW)) return false;
+    struct stat st {};
+    if (::lstat((m_workdir / path).c_str(), &st) != 0) return false;  // gone meanwhile
+    out.push_back(UntrackedFile{path, static_cast<std::int64_t>(st.st_size),
+                                static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    return false;
+  });
+  std::sort(out.begin(), out.end(), [](const UntrackedFile& a, const UntrackedFile& b) { return a.path < b.path; });
+  return out;
+}
+
+std::string Repository::tree_without(const std::optional<std::string>& commit, const std::vector<std::string>& data) const {
+  git_oid empty;
+  check_git(git_oid_fromstr(&empty, "4b825dc642cb6eb9a060e54bf8d69288fbee4904"), "naming the empty tree");
+  if (!commit) return hex(empty);
+  Tree tree(tree_of(m_repo, parse_oid(*commit)));
+  std::vector<std::string> present;
+  for (const auto& p : data) {
+    std::string path = p.ends_with('/') ? p.substr(0, p.size() - 1) : p;
+    TreeEntry e;
+    if (path.empty() || git_tree_entry_bypath(e.out(), tree.get(), path.c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    // A folder named and a path inside it: removing the folder removes both.
+    if (std::find(present.begin(), present.end(), path) == present.end()) present.push_back(std::move(path));
+  }
+  std::sort(present.begin(), present.end());
+  std::vector<git_tree_update> updates;
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    if (i > 0 && present[i].starts_with(present[i - 1] + "/")) continue;
+    git_tree_update u{};
+    u.action = GIT_TREE_UPDATE_REMOVE;
+    u.path = present[i].c_str();
+    updates.push_back(u);
+  }
+  if (updates.empty()) return hex(*git_tree_id(tree.get()));
+  git_oid id;
+  check_git(git_tree_create_updated(&id, m_repo, tree.get(), updates.size(), updates.data()), "computing the code's identity");
+  return hex(id);
+}
+
 std::string Repository::snapshot(const std::string& message, const std::optional<std::string>& parent,
-                                 const std::vector<std::string>& leave_out) const {
+                                 const PathSet& keep) const {
   // A second handle, so the index we fill is never the one the user's git sees; it is never
   // written.
   Repo second;
@@ -748,19 +812,38 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   char star[] = "*";
   char* specs[] = {star};
   git_strarray all = {specs, 1};
+  struct Skip {
+    fs::path root;
+    const PathSet& keep;
+  } skip{m_workdir, keep};
   auto skip_large = [](const char* path, const char*, void* payload) -> int {
     // A nested git repository comes as its folder ("vendor/dep/"), which an index cannot hold
-    // (git makes it a gitlink): left out, like huge build outputs (>0 skips).
-    if (std::string_view(path).ends_with('/')) return 1;
-    const auto* root = static_cast<const fs::path*>(payload);
+    // (git makes it a gitlink): left out, like huge build outputs (>0 skips). Data and outputs
+    // are never read: they come from the parent below.
+    const auto* s = static_cast<const Skip*>(payload);
+    if (std::string_view(path).ends_with('/') || in_path_set(s->keep, path)) return 1;
     std::error_code ec;
-    auto size = fs::file_size(*root / path, ec);
+    auto size = fs::file_size(s->root / path, ec);
     return (!ec && size > (64u << 20)) ? 1 : 0;
   };
-  fs::path root = m_workdir;
-  check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &root),
+  check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &skip),
             "adding untracked files to the snapshot");
-  for (const auto& p : leave_out) {
+  Commit parent_commit;
+  const git_commit* parents[1] = {nullptr};
+  std::size_t n = 0;
+  git_time_t when = 0;
+  Tree parent_tree;
+  if (parent) {
+    git_oid pid = parse_oid(*parent);
+    check_git(git_commit_lookup(parent_commit.out(), m_repo, &pid), "reading " + *parent);
+    parents[0] = parent_commit.get();
+    n = 1;
+    when = git_commit_time(parent_commit.get());
+    check_git(git_commit_tree(parent_tree.out(), parent_commit.get()), "reading the tree of " + *parent);
+  }
+  // The kept paths leave the index, then come back as the parent has them (below), so the
+  // snapshot's diff against its parent shows only code.
+  for (const auto& p : keep) {
     if (!p.empty() && p.back() == '/')
       check_git(git_index_remove_directory(index.get(), p.substr(0, p.size() - 1).c_str(), 0), "leaving " + p + " out of the snapshot");
     else if (git_index_get_bypath(index.get(), p.c_str(), 0))
@@ -770,16 +853,28 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   check_git(git_index_write_tree_to(&tree_id, index.get(), m_repo), "writing the snapshot tree");
   Tree tree;
   check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the snapshot tree");
-  Commit parent_commit;
-  const git_commit* parents[1] = {nullptr};
-  std::size_t n = 0;
-  git_time_t when = 0;
-  if (parent) {
-    git_oid pid = parse_oid(*parent);
-    check_git(git_commit_lookup(parent_commit.out(), m_repo, &pid), "reading " + *parent);
-    parents[0] = parent_commit.get();
-    n = 1;
-    when = git_commit_time(parent_commit.get());
+  std::vector<std::string> kept_paths;
+  std::vector<git_tree_update> updates;
+  for (const auto& p : keep) {
+    std::string path = p.ends_with('/') ? p.substr(0, p.size() - 1) : p;
+    TreeEntry e;
+    if (!parent_tree.get() || path.empty() || git_tree_entry_bypath(e.out(), parent_tree.get(), path.c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    git_tree_update u{};
+    u.action = GIT_TREE_UPDATE_UPSERT;
+    git_oid_cpy(&u.id, git_tree_entry_id(e.get()));
+    u.filemode = git_tree_entry_filemode(e.get());
+    kept_paths.push_back(path);
+    updates.push_back(u);
+  }
+  for (std::size_t i = 0; i < updates.size(); ++i) updates[i].path = kept_paths[i].c_str();
+  if (!updates.empty()) {
+    check_git(git_tree_create_updated(&tree_id, m_repo, tree.get(), updates.size(), updates.data()),
+              "putting the data back in the snapshot tree");
+    tree.reset(nullptr);
+    check_git(git_tree_lookup(tree.out(), m_repo, &tree_id), "reading the snapshot tree");
   }
   // A fixed identity and time: the same code gives the same snapshot id, so runs on the same
   // edits share a code identity (and pool their samples).

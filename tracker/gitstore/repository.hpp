@@ -44,6 +44,8 @@ class TreeView {
   // The tree object of the folder `dir` as git stores it (raw_tree.hpp reads it), or nullopt when
   // there is no such folder. Read once per view: list() and the commit built on this view share it.
   std::optional<std::string_view> folder_bytes(const std::string& dir) const;
+  // The names of the folders directly inside `dir` ("runs"), sorted; empty when there is none.
+  std::vector<std::string> folders(const std::string& dir) const;
 
  private:
   git_repository* m_repo;
@@ -81,6 +83,17 @@ struct PathStatus {
   std::string path;
   std::string code;
 };
+
+// An untracked (not ignored) file of the work tree and the stat data that tell its versions apart.
+struct UntrackedFile {
+  std::string path;
+  std::int64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const UntrackedFile&) const = default;
+};
+
+// Paths a status walk passes over (files, or folders ending in '/'): the outputs of commands.
+using PathSet = std::vector<std::string>;
 
 class Repository {
  public:
@@ -127,16 +140,27 @@ class Repository {
     std::vector<PathStatus> watched;
     bool other_changes = false;
   };
-  Scan settled_scan(const std::vector<std::string>& watched, const std::vector<std::string>& leave_out) const;
+  // Changes to paths in `pass_over` count as neither.
+  Scan settled_scan(const std::vector<std::string>& watched, const std::vector<std::string>& leave_out,
+                    const PathSet& pass_over = {}) const;
   // Whether the work tree has any change against HEAD (tracked or untracked, not ignored)
-  // outside the top-level folders in `leave_out`.
-  bool dirty(const std::vector<std::string>& leave_out) const;
+  // outside the top-level folders in `leave_out` and the paths in `pass_over`.
+  bool dirty(const std::vector<std::string>& leave_out, const PathSet& pass_over = {}) const;
+  // The untracked, not ignored files of the work tree outside the top-level folders in
+  // `leave_out`, sorted by path: what a command created is what appears between two calls.
+  std::vector<UntrackedFile> untracked(const std::vector<std::string>& leave_out) const;
   // Commits the whole work tree (tracked and untracked, not ignored; like `git stash create
-  // -u`) except the paths in `leave_out` (files, or folders ending in '/'), with `parent` as
-  // its parent and the parent's time as its time, without touching the index, work tree or
-  // any ref. The same work tree and parent always give the same id. Returns its id.
-  std::string snapshot(const std::string& message, const std::optional<std::string>& parent,
-                       const std::vector<std::string>& leave_out) const;
+  // -u`) with `parent` as its parent and the parent's time as its time, without touching the
+  // index, work tree or any ref. The paths in `keep` (files, or folders ending in '/': abtrack's
+  // data and the commands' outputs) are as in `parent` (absent without one), so the snapshot
+  // differs from its parent only in code; their work-tree files are never read. The same work
+  // tree and parent always give the same id. Returns its id.
+  std::string snapshot(const std::string& message, const std::optional<std::string>& parent, const PathSet& keep) const;
+  // The content identity of a version of the code: the id of the tree of `commit` (the empty
+  // tree for nullopt) without the paths in `data` (files or folders, repo-relative; those the
+  // tree does not have are passed over). Two commits that differ only in data have one identity.
+  // Writes the (few, small) trees it makes to the object database. Throws Error(environment).
+  std::string tree_without(const std::optional<std::string>& commit, const std::vector<std::string>& data) const;
   // HEAD's commit with its trailers, nullopt on an unborn branch.
   std::optional<HistoryEntry> head_entry() const;
 

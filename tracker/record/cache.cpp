@@ -20,7 +20,8 @@ namespace {
 //    truncates it in place any more (a process that truncated a file another one maps would
 //    crash that one with SIGBUS): versions up to 4 remove a file of another version instead,
 //    which a mapping survives.
-constexpr std::string_view kMagic = "abtrack-record-cache 5\n";
+// 6: the code's content identity (Code::tree) in the header.
+constexpr std::string_view kMagic = "abtrack-record-cache 6\n";
 
 class Writer {
  public:
@@ -99,6 +100,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   h.str(r.code.commit);
   h.pod<std::uint8_t>(r.code.dirty);
   h.str(r.code.snapshot);
+  h.str(r.code.tree);
   std::string header = h.take();
   Writer w;
   w.str(oid);
@@ -177,6 +179,7 @@ std::string_view decode_header(std::string_view payload, HeaderView& h) {
   h.commit = r.view();
   h.dirty = r.pod<std::uint8_t>();
   h.snapshot = r.view();
+  h.tree = r.view();
   if (!r.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
   return oid;
 }
@@ -198,6 +201,7 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   r.code.commit = h.commit;
   r.code.dirty = h.dirty;
   r.code.snapshot = h.snapshot;
+  r.code.tree = h.tree;
   if (part == Part::header) return oid;
   Reader in(payload);
   in.view();

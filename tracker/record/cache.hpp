@@ -30,13 +30,16 @@ struct HeaderView {
   std::string_view commit;    // Record::code
   bool dirty = false;
   std::string_view snapshot;
+  std::string_view tree;
   std::uint32_t cell_size = 0;  // pairs in `cell`
   std::string_view cell;        // the cell's axis -> value pairs, encoded (use value())
   // The value of the first pair naming `axis`, nullopt when none does.
   std::optional<std::string_view> value(std::string_view axis) const;
   // Whether both ran the same code (Code::same_identity).
   bool same_identity(const HeaderView& o) const {
-    return !(dirty && snapshot.empty()) && !(o.dirty && o.snapshot.empty()) && commit == o.commit && snapshot == o.snapshot;
+    if ((dirty && snapshot.empty()) || (o.dirty && o.snapshot.empty())) return false;
+    if (!tree.empty() && !o.tree.empty()) return tree == o.tree;
+    return commit == o.commit && snapshot == o.snapshot;
   }
 };
 

@@ -101,6 +101,12 @@ std::string Code::trailer() const {
   return snapshot.empty() ? head : head + " +snapshot " + snapshot;
 }
 
+std::string Code::short_name() const {
+  std::string head = commit.empty() ? "unborn" : commit.substr(0, 12);
+  if (unknown()) return head + " +dirty";
+  return snapshot.empty() ? head : head + " +snapshot " + snapshot.substr(0, 12);
+}
+
 std::string Record::label() const {
   std::string out;
   for (const auto& [k, v] : cell) out += (out.empty() ? "" : " ") + k + "=" + v;
@@ -233,7 +239,9 @@ std::string to_json(const Record& r) {
           {"placement", r.data.placement ? placement_json(*r.data.placement) : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
                          {"dirty", r.code.dirty},
-                         {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)}}},
+                         {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)},
+                         {"tree", r.code.tree.empty() ? ojson(nullptr) : ojson(r.code.tree)}}},
+          {"doc", r.doc.empty() ? ojson(nullptr) : ojson(r.doc)},
           {"env", env},
           {"artifacts", artifacts},
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
@@ -296,6 +304,8 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (code.contains("commit") && code["commit"].is_string()) r.code.commit = code["commit"];
     r.code.dirty = code.value("dirty", false);
     if (code.contains("snapshot") && code["snapshot"].is_string()) r.code.snapshot = code["snapshot"];
+    if (code.contains("tree") && code["tree"].is_string()) r.code.tree = code["tree"];
+    if (j.contains("doc") && j["doc"].is_string()) r.doc = j["doc"];
     if (j.contains("env") && j["env"].is_object()) {
       const auto& e = j["env"];
       r.env.host = e.value("host", "");

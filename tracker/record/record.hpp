@@ -17,21 +17,30 @@ namespace abtrack::record {
 
 constexpr int kSchema = 1;
 
-// Which code a run measured: HEAD's commit, whether the work tree differed, and the snapshot
-// commit of the work tree when it did.
+// Which code a run measured: HEAD's commit, whether the work tree differed, the snapshot
+// commit of the work tree when it did, and the code's content identity.
 struct Code {
   std::string commit;    // 40 hex digits; empty on an unborn branch
   bool dirty = false;
   std::string snapshot;  // 40 hex digits when dirty
+  // The content identity: the id of the code's tree (the snapshot's, else the commit's) without
+  // abtrack's data (runs/, the experiments' documents and plots) and the commands' outputs.
+  // Empty in records written before it existed, and for unknown code.
+  std::string tree;
   // The Abtrack-Code trailer value: "<commit>", "<commit> +snapshot <sha>", or "<commit> +dirty"
   // when the work tree differed and no snapshot could be made ("unborn" for no commit).
   std::string trailer() const;
+  // The same, shortened to 12 digits, for tables and warnings.
+  std::string short_name() const;
   // Code nobody can name again: the work tree differed and no snapshot was made.
   bool unknown() const { return dirty && snapshot.empty(); }
-  // Whether both name the same code (equal trailers), without building the strings. Unknown
-  // code is the same as no other run's (a run is its own pool then).
+  // Whether both ran the same code: the same content identity (commits that differ only in
+  // data, a revert of a run commit, ... are one code); records without one compare their
+  // trailers. Unknown code is the same as no other run's (a run is its own pool then).
   bool same_identity(const Code& other) const {
-    return !unknown() && !other.unknown() && commit == other.commit && snapshot == other.snapshot;
+    if (unknown() || other.unknown()) return false;
+    if (!tree.empty() && !other.tree.empty()) return tree == other.tree;
+    return commit == other.commit && snapshot == other.snapshot;
   }
 };
 
@@ -68,6 +77,7 @@ struct Record {
   std::vector<Artifact> artifacts;  // plan order
   std::string plan_sha256;
   std::string abtrack_version;
+  std::string doc;  // the plan's document (repo-relative) when the run was made: data, not code
   util::HeapOptional<Comparison> comparison;  // on the heap: most records in memory have none
   // How the plan reads each metric; when set, the record lists metrics in this order with
   // their source, unit and direction (not read back from JSON).

@@ -1,0 +1,183 @@
+#include "cli/code_identity.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "doc/plot.hpp"
+#include "record/record.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
+#include "util/trace.hpp"
+
+namespace abtrack::cli {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path outputs_file(const Context& ctx) { return ctx.repo.state_dir() / "outputs"; }
+
+// The outputs seen so far, one repo-relative path a line.
+std::vector<std::string> seen_outputs(const Context& ctx) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::exists(outputs_file(ctx), ec)) return out;
+  for (auto line : util::split(util::read_file(outputs_file(ctx)), '\n'))
+    if (!util::trim(line).empty()) out.emplace_back(line);
+  return out;
+}
+
+// A path the plan names relative to `dir` (repo-relative), made repo-relative; nullopt when it
+// leads outside the repository.
+std::optional<std::string> repo_relative(const std::string& dir, const std::string& path) {
+  if (path.empty() || path.starts_with('/')) return std::nullopt;
+  std::string p = (fs::path(dir) / path).lexically_normal().generic_string();
+  if (p.empty() || p == "." || p == ".." || p.starts_with("../")) return std::nullopt;
+  return p;
+}
+
+// The document the newest record of each other experiment in HEAD names, and its plot.
+void other_documents(const Context& ctx, std::set<std::string>& out) {
+  ctx.repo.with_head([&](const gitstore::TreeView& tree) {
+    for (const auto& experiment : tree.folders(std::string(plan::kRunsFolder))) {
+      if (experiment == ctx.plan.experiment) continue;
+      const std::string dir = std::string(plan::kRunsFolder) + "/" + experiment;
+      const gitstore::Entry* newest = nullptr;
+      int newest_run = 0;
+      auto entries = tree.list(dir);
+      for (const auto& e : entries)
+        if (auto n = record::run_number_of(e.name); n && *n > newest_run) {
+          newest_run = *n;
+          newest = &e;
+        }
+      if (!newest) continue;
+      auto j = nlohmann::json::parse(tree.read_blob(newest->oid()), nullptr, false);
+      if (!j.is_object() || !j.contains("doc") || !j["doc"].is_string()) continue;  // written before records named it
+      const std::string doc = j["doc"];
+      out.insert(doc);
+      out.insert(doc::plot_path(doc));
+    }
+    return 0;
+  });
+}
+
+}  // namespace
+
+gitstore::PathSet data_paths(const Context& ctx) {
+  std::set<std::string> paths{std::string(plan::kRunsFolder) + "/", ctx.plan.doc, doc::plot_path(ctx.plan)};
+  other_documents(ctx, paths);
+  // The plan's declared outputs, for every cell: artifacts are repo-relative, metric files
+  // relative to the commands' working directory.
+  const bool declares = !ctx.plan.artifacts.empty() ||
+                        std::any_of(ctx.plan.metrics.begin(), ctx.plan.metrics.end(), [](const plan::Metric& m) { return !m.file.empty(); });
+  if (declares)
+    for (const auto& cell : ctx.plan.cells()) {
+      for (const auto& a : ctx.plan.artifacts)
+        if (auto p = repo_relative("", plan::substitute(ctx.plan, cell, a, false))) paths.insert(*p);
+      for (const auto& m : ctx.plan.metrics)
+        if (!m.file.empty())
+          if (auto p = repo_relative(ctx.plan.workdir, plan::substitute(ctx.plan, cell, m.file, false))) paths.insert(*p);
+    }
+  for (auto& p : seen_outputs(ctx)) paths.insert(std::move(p));
+  return {paths.begin(), paths.end()};
+}
+
+record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
+  record::Code code;
+  // abtrack's own run commits change only data, so the code of HEAD is the code its run named
+  // (for people reading Abtrack-Code; pooling compares the content identity).
+  auto head = ctx.repo.head_entry();
+  if (head) {
+    code.commit = head->commit;
+    std::string named = head->trailer("Abtrack-Code");
+    // Only while HEAD still holds that code: a rebase, a cherry-pick or a commit squeezed in
+    // under a run commit leaves the trailer naming code HEAD no longer has.
+    if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
+        ctx.repo.same_tree_except(head->commit, named.substr(0, 40),
+                                  {std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)}))
+      code.commit = named.substr(0, 40);
+  }
+  note_outputs(ctx, nullptr);
+  const gitstore::PathSet data = data_paths(ctx);
+  code.dirty = dirty ? *dirty : ctx.repo.dirty({std::string(plan::kRunsFolder)}, data);
+  util::trace("dirty scan");
+  std::optional<std::string> tree_of = head ? std::optional<std::string>(head->commit) : std::nullopt;
+  if (code.dirty) {
+    try {
+      code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
+                                        code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
+      tree_of = code.snapshot;
+    } catch (const Error& e) {
+      warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
+      return code;
+    }
+  }
+  code.tree = ctx.repo.tree_without(tree_of, data);
+  util::trace("code identity");
+  return code;
+}
+
+namespace {
+// `path` with each of the cell's values that stands alone in its file name ("out-8.json") as '*'.
+std::string with_values_starred(const std::string& path, const plan::Cell& cell) {
+  const std::size_t name = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;
+  std::string out = path.substr(0, name);
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = name; i < path.size();) {
+    bool starred = false;
+    if (i == name || !alnum(path[i - 1]))
+      for (const auto& v : cell.values) {
+        const std::size_t end = i + v.size();
+        if (!v.empty() && path.compare(i, v.size(), v) == 0 && (end >= path.size() || !alnum(path[end]))) {
+          out += '*';
+          i = end;
+          starred = true;
+          break;
+        }
+      }
+    if (!starred) out += path[i++];
+  }
+  return out;
+}
+
+bool by_version(const gitstore::UntrackedFile& a, const gitstore::UntrackedFile& b) {
+  return std::tie(a.path, a.size, a.mtime_ns) < std::tie(b.path, b.size, b.mtime_ns);
+}
+}  // namespace
+
+void watch_outputs(const Context& ctx) { ctx.untracked_seen = ctx.repo.untracked({std::string(plan::kRunsFolder)}); }
+
+void note_outputs(const Context& ctx, const plan::Cell* cell) {
+  if (!ctx.untracked_seen) return;
+  auto now = ctx.repo.untracked({std::string(plan::kRunsFolder)});
+  std::vector<std::string> fresh;
+  for (const auto& f : now)
+    if (!std::binary_search(ctx.untracked_seen->begin(), ctx.untracked_seen->end(), f, by_version)) fresh.push_back(f.path);
+  ctx.untracked_seen = std::move(now);
+  auto seen = seen_outputs(ctx);
+  std::erase_if(fresh, [&](const std::string& p) { return std::find(seen.begin(), seen.end(), p) != seen.end(); });
+  if (fresh.empty()) return;
+  std::string text;
+  for (const auto& p : seen) text += p + "\n";
+  for (const auto& p : fresh) text += p + "\n";
+  util::write_file_atomic(outputs_file(ctx), text);
+  // The .gitignore lines: the cell's values in a file name become '*' (out-8.json -> out-*.json).
+  std::set<std::string> lines;
+  for (const auto& p : fresh) {
+    lines.insert("/" + (cell ? with_values_starred(p, *cell) : p));
+  }
+  // Once an invocation: outputs of the other cells that the same lines cover go in silently.
+  static std::set<std::string> warned;
+  if (std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) return;
+  warned.insert(lines.begin(), lines.end());
+  std::vector<std::string> named(fresh.begin(), fresh.begin() + std::min<std::size_t>(fresh.size(), 5));
+  warn(fmt::format("the commands wrote untracked files ({}{}): abtrack counts them as outputs, not code (they stay out of "
+                   "snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of `git status`, "
+                   "add to .gitignore:\n  {}",
+                   fmt::join(named, ", "), fresh.size() > named.size() ? fmt::format(" and {} more", fresh.size() - named.size()) : "",
+                   fmt::join(lines, "\n  ")));
+}
+
+}  // namespace abtrack::cli

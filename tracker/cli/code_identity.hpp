@@ -1,0 +1,35 @@
+#pragma once
+// Which code a run measures. Code is the repository's content without abtrack's data (runs/,
+// the experiments' documents and plots) and without what the commands produce (the plan's
+// `artifacts:` and metric `file:` paths, and the untracked files that appear while abtrack's
+// commands run). Two runs on byte-identical code share a pool whatever commits lie between them.
+#include <optional>
+
+#include "cli/context.hpp"
+#include "gitstore/repository.hpp"
+#include "record/record.hpp"
+#include "runner/run.hpp"
+
+namespace abtrack::cli {
+
+// The paths that are not code, for the plan in HEAD: `runs/`, this plan's document and plot,
+// the documents and plots the other experiments' newest records name, the plan's declared
+// outputs for every cell, and the outputs seen so far (.git/abtrack/outputs). Folders end in '/'.
+gitstore::PathSet data_paths(const Context& ctx);
+
+// The code a run measures: HEAD's code commit (the commit its run named, while HEAD still holds
+// that code), a snapshot commit when the work tree's code differs from HEAD, and the content
+// identity. `dirty` is the result of a scan just made, if any.
+record::Code code_identity(const Context& ctx, std::optional<bool> dirty = std::nullopt);
+
+// Starts watching for outputs: remembers the untracked files as they are before any command
+// of this invocation runs (called by the preflight).
+void watch_outputs(const Context& ctx);
+
+// The untracked files created or changed since watch_outputs (or the last call) are outputs:
+// added to .git/abtrack/outputs, with one warning naming them and the .gitignore lines that
+// would keep them out of `git status`. `cell`: the cell whose values become '*' in those lines.
+// Does nothing unless watch_outputs was called.
+void note_outputs(const Context& ctx, const plan::Cell* cell);
+
+}  // namespace abtrack::cli
