@@ -19,7 +19,8 @@ expect_eq "$(json "$OUT" 'd["verdict"]')" inconclusive "one sample per side is i
 expect_eq "$(json "$OUT" 'd["p_value"] is None or d["p_value"] >= 1')" true "1+1 samples: the exact test cannot reject (p is 1 or undefined)"
 
 expect_rc 0 ab compare --samples "$W/eq_a.txt" "$W/eq_b.txt" --json
-expect_eq "$(json "$OUT" 'd["verdict"]')" equivalent "all-equal samples on both sides are equivalent"
+expect_eq "$(json "$OUT" 'd["verdict"]')" same "all-equal samples on both sides: the exact change, no change"
+expect_eq "$(json "$OUT" 'd["exact"]')" true "marked exact"
 expect_eq "$(json "$OUT" 'd["p_value"] is None')" true "all-equal samples have no p-value"
 
 expect_rc 0 ab compare --samples "$W/noise_a.txt" "$W/fast_b.txt" --json

@@ -168,12 +168,12 @@ expect_false "no escape codes in a pipe" grep -q $'\033' "$OUT" "$ERR"
 step "export"
 cd "$WORK/plot"
 expect_rc 0 ab export --format csv
-expect_eq "$(head -1 "$OUT" | tr -d '\r')" "run,warps,batch,outcome,time_us,time_us delta_pct,time_us verdict,reason"
-expect_match "$OUT" '^1,4,16,pass,103.5,,baseline,'
-expect_match "$OUT" '^3,8,16,pass,83.5,-19\.[0-9]+,better,'
+expect_eq "$(head -1 "$OUT" | tr -d '\r')" "run,warps,batch,outcome,time_us,time_us delta_pct,time_us delta_abs,time_us verdict,reason"
+expect_match "$OUT" '^1,4,16,pass,103.5,,,baseline,'
+expect_match "$OUT" '^3,8,16,pass,83.5,-19\.[0-9]+,,better,'
 expect_eq "$(grep -c . "$OUT")" "5" "a header and one row per run"
 expect_rc 0 ab export --format md --cells
-expect_contains "$OUT" "| warps | batch | n | outcome | time_us | time_us delta_pct | time_us verdict | runs |"
+expect_contains "$OUT" "| warps | batch | n | outcome | time_us (us) | time_us delta_pct | time_us delta_abs (us) | time_us verdict | runs |"
 expect_contains "$OUT" "| 8 | 64 | 8 | pass | 83.5 |"
 expect_rc 0 ab export --format json
 expect_eq "$(json "$OUT" 'len(d)')" "4"

@@ -138,11 +138,15 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
   auto p = plot_plan();
   auto runs = all_runs(p);
   runs[0].data.reason = "a, \"quoted\" | reason";
+  // Each run's own comparison, as commit_run records it.
+  auto cells = record::cells_with_runs(p, runs);
+  for (std::size_t i = 3; i < 6; ++i) runs[i].comparison = record::compare_with_baseline(p, cells[i - 3], runs[i].data.samples);
   auto t = doc::export_table(p, runs, false);
-  CHECK(t.columns == std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct", "t verdict", "reason"});
+  CHECK(t.columns ==
+        std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct", "t delta_abs", "t verdict", "reason"});
   REQUIRE(t.rows.size() == 6);
   auto csv = doc::format_export(t, doc::ExportFormat::csv);
-  CHECK(csv.rfind("run,warps,batch,outcome,t,err,t delta_pct,t verdict,reason\r\n1,4,16,pass,103.5,0,,baseline,\"a, \"\"quoted\"\" | reason\"\r\n", 0) == 0);
+  CHECK(csv.rfind("run,warps,batch,outcome,t,err,t delta_pct,t delta_abs,t verdict,reason\r\n1,4,16,pass,103.5,0,,,baseline,\"a, \"\"quoted\"\" | reason\"\r\n", 0) == 0);
   CHECK(csv.find("\r\n4,8,16,pass,83.5,0,-19.") != std::string::npos);
   auto md = doc::format_export(t, doc::ExportFormat::md);
   CHECK(md.find("a, \"quoted\" \\| reason") != std::string::npos);

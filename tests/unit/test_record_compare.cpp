@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <filesystem>
 
@@ -90,10 +91,18 @@ TEST_CASE("comparison against the baseline pool; uncomparable metrics are noted,
   CHECK(cmp.baseline_run == 1);
   CHECK(cmp.metrics[0].result.verdict == stats::Verdict::better);
   CHECK(cmp.metrics[0].result.delta_pct == doctest::Approx(-10.0).epsilon(0.02));
-  auto none = record::compare_with_baseline(p, cells[0], {{"t", {0, 0, 0}}});
+  // Zeros have no ratio: the change is absolute (B - A), not a note.
+  auto zeros = record::compare_with_baseline(p, cells[0], {{"t", {0, 0, 0}}});
+  REQUIRE(zeros.metrics.size() == 1);
+  CHECK(zeros.metrics[0].result.absolute);
+  CHECK(zeros.notes.empty());
+  auto none = record::compare_with_baseline(p, cells[0], {{"t", {std::nan("")}}});
   CHECK(none.metrics.empty());
   REQUIRE(none.notes.size() == 1);
   CHECK(none.notes[0].starts_with("t: not compared:"));
+  auto missing = record::compare_with_baseline(p, cells[0], {});
+  REQUIRE(missing.notes.size() == 1);
+  CHECK(missing.notes[0] == "t: no samples on this side");
 }
 
 TEST_CASE("cells_with_runs files each record under the cell plan_cell gives it, and skips the others") {

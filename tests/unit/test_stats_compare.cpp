@@ -109,22 +109,69 @@ TEST_CASE("stats: compare with too few samples is inconclusive") {
   CHECK(one.delta_pct == doctest::Approx(-50));
 }
 
-TEST_CASE("stats: all-equal samples are equivalent with no p-value") {
+TEST_CASE("stats: a constant metric gets its exact change, marked exact, with no p-value") {
   const std::vector<double> a(10, 4.25);
   const Comparison c = compare(a, a);
+  CHECK(c.exact);
   CHECK_FALSE(c.p_value);
-  CHECK(c.method == UMethod::all_equal);
   CHECK(c.delta_pct == 0);
   CHECK(c.delta_ci_pct.lo == 0);
   CHECK(c.delta_ci_pct.hi == 0);
-  CHECK(c.verdict == Verdict::equivalent);
-  CHECK(has_note(c, "all samples are equal"));
-  // Each arm constant but different: ties, asymptotic p, a real change.
-  const Comparison d = compare(a, std::vector<double>(10, 5.0));
-  CHECK(d.method == UMethod::asymptotic);
+  CHECK(c.verdict == Verdict::same);
+  CHECK(verdict_text(c) == "~ (exact)");
+  CHECK(has_note(c, "the change is exact"));
+  // Each arm constant but different (a size, a register count): the exact change, not p=1 or a
+  // tie-corrected p; 3 + 3 samples are enough, as is a change below what noise could show.
+  const Comparison d = compare(std::vector<double>(3, 4096), std::vector<double>{3584, 3584, 3584});
+  CHECK(d.exact);
+  CHECK_FALSE(d.p_value);
+  CHECK(d.delta_pct == doctest::Approx(-12.5));
+  CHECK(d.verdict == Verdict::better);
+  CHECK(delta_text(d) == "-12.5%");
+  CHECK(verdict_text(d) == "better (exact)");
+  CHECK_FALSE(has_note(d, "smallest possible p"));
+  CompareOptions higher;
+  higher.better = Better::higher;
+  CHECK(compare(std::vector<double>(3, 4096), std::vector<double>(3, 3584), higher).verdict == Verdict::worse);
+  // Within min_effect: the same.
+  CHECK(compare(std::vector<double>(4, 1000), std::vector<double>(4, 1003)).verdict == Verdict::same);
+  // One sample on a side shows no constancy: not exact.
+  const Comparison one = compare(std::vector<double>{4096}, std::vector<double>(5, 3584));
+  CHECK_FALSE(one.exact);
+  CHECK(one.verdict == Verdict::inconclusive);
+  // One arm constant, the other not: the test decides, with the exact distribution with ties.
+  const Comparison mixed = compare(std::vector<double>(6, 5.0), std::vector<double>{5, 6, 6, 6, 6, 6});
+  CHECK_FALSE(mixed.exact);
+  CHECK(mixed.method == UMethod::exact_ties);
+  REQUIRE(mixed.p_value);
+}
+
+TEST_CASE("stats: a metric with zeros gets an absolute change") {
+  // A corrupted-element count: 0 on the baseline, 3 on the variant, every sample.
+  const Comparison c = compare(std::vector<double>(4, 0), std::vector<double>(4, 3));
+  CHECK(c.absolute);
+  CHECK(c.exact);
+  CHECK(c.delta_abs == 3);
+  CHECK(std::isnan(c.delta_pct));
+  CHECK(c.verdict == Verdict::worse);
+  CHECK(delta_text(c) == "+3 (abs)");
+  CHECK(verdict_text(c) == "worse (exact)");
+  CHECK(compare(std::vector<double>(4, 0), std::vector<double>(4, 0)).verdict == Verdict::same);
+  // Not constant: Hodges-Lehmann on the values, its CI judged against 0, with the U test.
+  const std::vector<double> a{0, 0, 1, 0, 0, 1, 0, 0, 0, 1}, b{3, 4, 3, 5, 2, 3, 4, 3, 6, 3};
+  const Comparison d = compare(a, b);
+  CHECK(d.absolute);
+  CHECK_FALSE(d.exact);
+  CHECK(d.delta_abs == doctest::Approx(3));
+  REQUIRE(d.delta_abs_ci.bounded());
+  CHECK(d.delta_abs_ci.lo > 0);
   REQUIRE(d.p_value);
   CHECK(*d.p_value < 0.001);
   CHECK(d.verdict == Verdict::worse);
+  CHECK(has_note(d, "the change is absolute"));
+  // The raw Hodges-Lehmann shift: the median of all differences b - a.
+  const Shift s = hodges_lehmann(std::vector<double>{0, 1}, std::vector<double>{2, 5});
+  CHECK(s.shift == doctest::Approx(3));  // differences 1 2 4 5
 }
 
 TEST_CASE("stats: noise without a change is same or equivalent") {
@@ -152,7 +199,6 @@ TEST_CASE("stats: compare rejects bad input with usage errors") {
   usage_error([&] { compare(ok, std::vector<double>{}); }, "B (variant): no samples");
   usage_error([&] { compare(ok, std::vector<double>{1, std::nan("")}); }, "sample 2 is nan");
   usage_error([&] { compare(ok, std::vector<double>{1, inf}); }, "sample 2 is inf");
-  usage_error([&] { compare(std::vector<double>{0, 1}, ok); }, "must be > 0");
   usage_error([&] { compare(ok, ok, CompareOptions{Better::lower, 0, 0.005}); }, "alpha 0");
   usage_error([&] { compare(ok, ok, CompareOptions{Better::lower, 0.05, -0.1}); }, "min_effect");
   usage_error([&] { compare(ok, ok, CompareOptions{Better::lower, std::nan(""), 0.005}); }, "alpha");
@@ -172,7 +218,8 @@ TEST_CASE("stats: adjust_family applies Holm and re-decides") {
   CHECK(*family[0].p_adjusted >= raw);
   CHECK(*family[0].decisive_p() == *family[0].p_adjusted);
   CHECK_FALSE(family.back().p_adjusted);
-  CHECK(family.back().verdict == Verdict::equivalent);
+  CHECK(family.back().exact);
+  CHECK(family.back().verdict == Verdict::same);  // exact: outside the family, verdict kept
   if (raw * 11 >= 0.05) CHECK(family[0].verdict != Verdict::better);
 }
 

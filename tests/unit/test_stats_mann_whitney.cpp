@@ -34,15 +34,45 @@ TEST_CASE("stats: Mann-Whitney exact p-values match scipy") {
   }
 }
 
-TEST_CASE("stats: Mann-Whitney with ties uses the corrected normal approximation") {
+TEST_CASE("stats: Mann-Whitney with ties and few samples uses the exact permutation distribution") {
+  // Reference p-values: tests/unit/oracle/permutation_oracle.py (every assignment enumerated).
   const std::vector<double> a{1, 1, 2, 2, 3, 3, 3, 4}, b{2, 3, 4, 4, 5, 5, 6};
   const UTest t = mann_whitney_u(a, b);
   CHECK(t.ties);
-  CHECK(t.method == UMethod::asymptotic);
-  CHECK(*t.p_value == doctest::Approx(0.025144761173357368).epsilon(1e-12));
+  CHECK(t.method == UMethod::exact_ties);
+  CHECK(*t.p_value == doctest::Approx(0.02703962703962704).epsilon(1e-12));
+  CHECK(*mann_whitney_u(b, a).p_value == doctest::Approx(0.02703962703962704).epsilon(1e-12));
   CHECK(t.u_a + t.u_b == 56);
+  // 3 + 3 fully separated with ties: the normal approximation said 0.04685, below the floor of
+  // 0.1 that any 3 + 3 test has; the exact distribution gives exactly the floor.
   const UTest t2 = mann_whitney_u(std::vector<double>{1, 1, 1}, std::vector<double>{2, 2, 2});
-  CHECK(*t2.p_value == doctest::Approx(0.04685417760387376).epsilon(1e-12));
+  CHECK(t2.method == UMethod::exact_ties);
+  CHECK(*t2.p_value == doctest::Approx(0.1).epsilon(1e-12));
+  CHECK(to_string(UMethod::exact_ties) == "exact with ties");
+}
+
+TEST_CASE("stats: Mann-Whitney with ties and more than 40 values uses the corrected normal approximation") {
+  // docs/statistics.md's formula (scipy's method='asymptotic', use_continuity=True) for these 21 + 21.
+  std::vector<double> a, b;
+  for (int i = 0; i < 21; ++i) {
+    a.push_back(i % 7);
+    b.push_back(i % 7 + (i % 3 == 0 ? 1 : 0));
+  }
+  const UTest t = mann_whitney_u(a, b);
+  CHECK(t.method == UMethod::asymptotic);
+  REQUIRE(t.p_value);
+  CHECK(*t.p_value == doctest::Approx(0.6294677168245618).epsilon(1e-12));
+}
+
+TEST_CASE("stats: the permutation distribution with ties by hand") {
+  // Values 1 1 2 2 (midranks 1.5 1.5 3.5 3.5, doubled 3 3 7 7), A takes two: rank sums (doubled)
+  // 6 (1 way), 10 (4 ways), 14 (1 way) of C(4, 2) = 6.
+  const std::vector<std::size_t> w{3, 3, 7, 7};
+  CHECK(u_exact_ties_p(w, 2, 6) == doctest::Approx(2.0 / 6));
+  CHECK(u_exact_ties_p(w, 2, 14) == doctest::Approx(2.0 / 6));
+  CHECK(u_exact_ties_p(w, 2, 10) == 1.0);
+  CHECK_THROWS_AS(u_exact_ties_p(w, 0, 0), abtrack::Error);
+  CHECK_THROWS_AS(u_exact_ties_p(w, 4, 20), abtrack::Error);
 }
 
 TEST_CASE("stats: Mann-Whitney statistic and method selection") {

@@ -179,3 +179,51 @@ TEST_CASE("stats: scipy oracle agrees (python3-scipy, at test time)") {
   }
   MESSAGE(fmt::format("compared {} cases with scipy", o.checks.size()));
 }
+
+// The exact U distribution with ties against a brute-force permutation test
+// (tests/unit/oracle/permutation_oracle.py: pure Python, every assignment enumerated; scipy's
+// exact method has no ties). Needs only python3.
+TEST_CASE("stats: Mann-Whitney with ties agrees with a brute-force permutation test") {
+  if (std::system("python3 -c '' >/dev/null 2>&1") != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL("CI=true but no python3");
+    MESSAGE("skipped: no python3");
+    return;
+  }
+  testing::Rng rng(23);
+  std::string cases;
+  std::vector<double> ps;
+  std::vector<std::string> names;
+  auto add = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    const UTest t = mann_whitney_u(a, b);
+    if (!t.p_value) return;  // every value equal: no p
+    REQUIRE(t.method == (t.ties ? UMethod::exact_ties : UMethod::exact));
+    // The note's floor holds: no p below 2 / C(n1 + n2, n1).
+    CHECK(*t.p_value >= min_p_value(a.size(), b.size()) * (1 - 1e-12));
+    cases += "mwuperm " + list(a) + " " + list(b) + "\n";
+    ps.push_back(*t.p_value);
+    names.push_back(fmt::format("{}+{}", a.size(), b.size()));
+  };
+  add({1, 1, 1}, {2, 2, 2});
+  add({1, 1, 2}, {2, 2, 2});
+  add({5, 5, 5, 6}, {5, 6, 6, 6, 7});
+  add({0, 0, 0, 1}, {0, 2, 3, 3});
+  for (int i = 0; i < 60; ++i) {
+    const int n1 = rng.between(1, 8), n2 = rng.between(1, 8);
+    // Few distinct values: many ties, of uneven sizes (the distribution is then asymmetric).
+    const double grid = i % 3 == 0 ? 1 : i % 3 == 1 ? 4 : 10;
+    auto a = rng.times(n1, 10, 0.1), b = rng.times(n2, 10.3, 0.1);
+    for (double& x : a) x = std::round(x * grid / 10) * 10 / grid;
+    for (double& x : b) x = std::round(x * grid / 10) * 10 / grid;
+    add(a, b);
+  }
+  const auto rows = testing::run_oracle("python3", cases, "permutation_oracle.py");
+  REQUIRE_MESSAGE(rows, "tests/unit/oracle/permutation_oracle.py failed");
+  REQUIRE(rows->size() == ps.size());
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    CAPTURE(names[i]);
+    CAPTURE(i);
+    CHECK(close(ps[i], (*rows)[i].at(0), 1e-12));
+  }
+  MESSAGE(fmt::format("compared {} cases with the permutation test", ps.size()));
+}

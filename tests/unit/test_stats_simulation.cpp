@@ -25,7 +25,7 @@ TEST_CASE("stats: A/A comparisons are rarely significant (at most alpha)") {
   CHECK(decided <= 0.05 * trials);
 }
 
-TEST_CASE("stats: A/A with ties (asymptotic test) stays at or below alpha") {
+TEST_CASE("stats: A/A with ties (exact test with ties at 15 + 15) stays at or below alpha") {
   testing::Rng rng(5);
   const int trials = 1000;
   int decided = 0, significant = 0;

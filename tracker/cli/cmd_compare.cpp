@@ -43,6 +43,11 @@ void print(const stats::Comparison& c, const std::string& name_a, const std::str
                              {"delta_pct", c.delta_pct},
                              {"delta_ci_pct", {bound(c.delta_ci_pct.lo), bound(c.delta_ci_pct.hi)}},
                              {"verdict", stats::to_string(c.verdict)},
+                             {"exact", c.exact},
+                             {"delta_abs", c.absolute ? bound(c.delta_abs) : nlohmann::json(nullptr)},
+                             {"delta_abs_ci", c.absolute ? nlohmann::json{bound(c.delta_abs_ci.lo), bound(c.delta_abs_ci.hi)}
+                                                         : nlohmann::json(nullptr)},
+                             {"method", c.exact ? std::string("exact change") : std::string(stats::to_string(c.method))},
                              {"n_a", c.n_a},
                              {"n_b", c.n_b},
                              {"notes", c.notes}};
@@ -54,10 +59,16 @@ void print(const stats::Comparison& c, const std::string& name_a, const std::str
   };
   fmt::print("A {}: median {} {} n={}\n", name_a, util::format_number(c.median_a), ci(c.ci_a), c.n_a);
   fmt::print("B {}: median {} {} n={}\n", name_b, util::format_number(c.median_b), ci(c.ci_b), c.n_b);
-  std::string verdict = c.verdict == stats::Verdict::same ? "~" : std::string(stats::to_string(c.verdict));
+  std::string verdict = stats::verdict_text(c);
   std::string p = c.p_value ? fmt::format("p={}", util::format_number(*c.p_value)) : "p n/a";
-  std::string delta_ci = c.delta_ci_pct.bounded() ? fmt::format("[{:+.1f}%, {:+.1f}%]", c.delta_ci_pct.lo, c.delta_ci_pct.hi) : "[unbounded]";
-  fmt::print("B vs A: {:+.1f}% {}  {}  ({} n={}+{})\n", c.delta_pct, delta_ci, verdict, p, c.n_a, c.n_b);
+  std::string delta_ci;
+  if (c.exact) delta_ci = "";
+  else if (c.absolute)
+    delta_ci = c.delta_abs_ci.bounded() ? fmt::format(" [{}, {}]", util::format_number(c.delta_abs_ci.lo), util::format_number(c.delta_abs_ci.hi))
+                                        : " [unbounded]";
+  else
+    delta_ci = c.delta_ci_pct.bounded() ? fmt::format(" [{:+.1f}%, {:+.1f}%]", c.delta_ci_pct.lo, c.delta_ci_pct.hi) : " [unbounded]";
+  fmt::print("B vs A: {}{}  {}  ({} n={}+{})\n", stats::delta_text(c), delta_ci, verdict, p, c.n_a, c.n_b);
   for (const auto& n : c.notes) fmt::print("note: {}\n", n);
 }
 

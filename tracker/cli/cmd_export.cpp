@@ -1,10 +1,29 @@
 // `abtrack export`: the committed runs (or cells) as CSV, markdown or JSON on stdout.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "doc/export.hpp"
 
 namespace abtrack::cli {
+namespace {
+
+// HEAD's records of the experiment, each parsed from its file: per-run rows show the run's own
+// comparison, which the record cache (head_records) does not keep.
+std::vector<record::Record> records_in_full(const Context& ctx) {
+  auto out = ctx.repo.with_head([&](const gitstore::TreeView& tree) {
+    std::vector<record::Record> records;
+    const std::string dir = ctx.plan.runs_dir();
+    for (const auto& e : tree.list(dir))
+      if (record::run_number_of(e.name)) records.push_back(record::parse_record(tree.read_blob(e.oid()), dir + "/" + e.name));
+    return records;
+  });
+  std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
+  return out;
+}
+
+}  // namespace
 
 int cmd_export(const Args& args) {
   std::optional<doc::ExportFormat> format;
@@ -23,7 +42,7 @@ int cmd_export(const Args& args) {
   }
   if (!format) throw Error(Exit::usage, "export needs --format csv|md|json", "see abtrack help export");
   Context ctx = open_context(args.global);
-  auto records = head_records(ctx);
+  auto records = cells ? head_records(ctx) : records_in_full(ctx);
   fmt::print("{}", doc::format_export(doc::export_table(ctx.plan, records, cells), *format));
   return 0;
 }

@@ -71,9 +71,11 @@ const std::vector<Command>& commands() {
        "statistics between two runs, or two files of samples",
        "Compares B against A: medians with their 95% CIs, the two-sided Mann–Whitney U test, the\n"
        "Hodges–Lehmann change with its CI, and a verdict: better, worse, same (~), equivalent or\n"
-       "inconclusive (docs/statistics.md). Runs are run numbers of the current plan's experiment; with\n"
-       "--samples the files hold one number per line. --json prints median_a, median_b, ci_a, ci_b,\n"
-       "p_value, delta_pct, delta_ci_pct, verdict, n_a, n_b.",
+       "inconclusive (docs/statistics.md). Each arm one value (a size, a count): the exact change,\n"
+       "marked (exact), with no p-value; a sample <= 0: the absolute change B - A, marked (abs). Runs are\n"
+       "run numbers of the current plan's experiment; with --samples the files hold one number per line.\n"
+       "--json prints median_a, median_b, ci_a, ci_b, p_value, delta_pct, delta_ci_pct, verdict, exact,\n"
+       "delta_abs, delta_abs_ci, method, n_a, n_b, notes.",
        cmd_compare},
       {"collect", "collect [--wait]", "commit the runs of finished Slurm tasks",
        "Reads the result files of the experiment's outstanding Slurm job arrays (executor: slurm) and\n"
@@ -95,8 +97,10 @@ const std::vector<Command>& commands() {
       {"export", "export --format csv|md|json [--cells]", "the committed runs (or cells) as CSV, markdown or JSON",
        "Prints the experiment's committed runs on stdout, one row per run (ascending): run, the cell's\n"
        "values, outcome, each metric's median, for each compared metric (with a baseline) its change in\n"
-       "percent and verdict against the baseline cell, and the reason of a failed or invalid run.\n"
-       "  --format F   csv (RFC 4180), md (a markdown table) or json (an array of objects; null for empty)\n"
+       "percent (delta_pct; delta_abs for a metric with a sample <= 0) and verdict (\"better (exact)\" for\n"
+       "an exact change) as the run recorded them, and the reason of a failed or invalid run.\n"
+       "  --format F   csv (RFC 4180), md (a markdown table: numbers rounded as the document rounds\n"
+       "               them, units in the headers) or json (an array of objects; null for empty)\n"
        "  --cells      one row per cell of the plan instead: values, n, outcome (or pending), the pooled\n"
        "               medians, change and verdict as the document shows them, and the pooled runs\n"
        "A column is named after its axis or metric; one named like another column (an axis `n`, `run`,\n"

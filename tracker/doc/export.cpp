@@ -48,18 +48,39 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-// Δ% and verdict columns of one compared metric from a comparison (or a note).
+// Δ%, absolute Δ and verdict columns of one compared metric from a comparison (or a note).
 void add_delta(std::vector<Value>& row, const record::Comparison* c, const std::string& metric, const std::string& note) {
   if (c) {
     for (const auto& m : c->metrics) {
       if (m.metric != metric) continue;
-      row.push_back(finite(m.result.delta_pct));
-      row.push_back(std::string(stats::to_string(m.result.verdict)));
+      const auto& r = m.result;
+      row.push_back(r.absolute ? Value() : finite(r.delta_pct));
+      row.push_back(r.absolute ? finite(r.delta_abs) : Value());
+      row.push_back(r.exact ? std::string(stats::to_string(r.verdict)) + " (exact)" : std::string(stats::to_string(r.verdict)));
       return;
     }
+    // The comparison names why this metric was left out ("t: no samples on this side").
+    for (const auto& n : c->notes)
+      if (n.starts_with(metric + ": ")) {
+        row.push_back({});
+        row.push_back({});
+        row.push_back(n.substr(metric.size() + 2));
+        return;
+      }
   }
   row.push_back({});
+  row.push_back({});
   row.push_back(note.empty() ? Value() : Value(note));
+}
+
+std::string md_number(double v, const ColumnFormat& f) {
+  switch (f.kind) {
+    case ColumnFormat::Kind::plain: return fmt::format("{:.10g}", v);
+    case ColumnFormat::Kind::measured: return util::format_number(v);
+    case ColumnFormat::Kind::percent: return fmt::format("{:+.1f}%", v);
+    case ColumnFormat::Kind::change: return (v >= 0 ? "+" : "") + util::format_number(v);
+  }
+  return {};
 }
 
 }  // namespace
@@ -76,18 +97,23 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
                        std::find(t.columns.begin(), t.columns.end(), name) != t.columns.end();
     return taken ? fmt::format("{} ({})", name, kind) : name;
   };
-  if (!per_cell) t.columns.push_back("run");
-  for (const auto& a : plan.axes) t.columns.push_back(named(a.name, "axis"));
-  if (per_cell) t.columns.push_back("n");
-  t.columns.push_back("outcome");
-  for (const auto& m : plan.metrics) t.columns.push_back(named(m.name, "metric"));
+  auto column = [&](std::string name, ColumnFormat::Kind kind = ColumnFormat::Kind::plain, std::string unit = "") {
+    t.columns.push_back(std::move(name));
+    t.formats.push_back(ColumnFormat{kind, std::move(unit)});
+  };
+  if (!per_cell) column("run");
+  for (const auto& a : plan.axes) column(named(a.name, "axis"));
+  if (per_cell) column("n");
+  column("outcome");
+  for (const auto& m : plan.metrics) column(named(m.name, "metric"), ColumnFormat::Kind::measured, m.unit);
   if (deltas)
     for (const auto& m : plan.metrics)
       if (is_compared(compared, m)) {
-        t.columns.push_back(m.name + " delta_pct");
-        t.columns.push_back(m.name + " verdict");
+        column(m.name + " delta_pct", ColumnFormat::Kind::percent);
+        column(m.name + " delta_abs", ColumnFormat::Kind::change, m.unit);
+        column(m.name + " verdict");
       }
-  t.columns.push_back(per_cell ? "runs" : "reason");
+  column(per_cell ? "runs" : "reason");
 
   auto cells = record::cells_with_runs(plan, records);
   if (per_cell) {
@@ -130,20 +156,18 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
     row.push_back(std::string(runner::to_string(r.data.outcome)));
     for (const auto& m : plan.metrics) row.push_back(median_of(r.data.samples, m.name));
     if (deltas) {
-      std::optional<record::Comparison> comparison;
+      // The run's own comparison, as its result line and commit said: against the baseline's
+      // pool when it ran, not today's (a later baseline run must not rewrite this row).
+      const record::Comparison* comparison = nullptr;
       std::string note;
       auto base_cell = cell ? plan.baseline_for(*cell) : std::nullopt;
       if (!base_cell) note = "no baseline cell";
       else if (*base_cell == *cell) note = "baseline";
       else if (r.data.outcome != runner::Outcome::pass) note = "no verdict";
-      else {
-        auto b = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
-        if (b == cells.end() || !b->latest()) note = "baseline pending";
-        else if (b->outcome() != runner::Outcome::pass) note = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
-        else comparison = record::compare_with_baseline(plan, *b, r.data.samples);
-      }
+      else if (r.comparison) comparison = &*r.comparison;
+      else note = "no comparison: the baseline was pending or not passing";
       for (const auto& m : plan.metrics)
-        if (is_compared(compared, m)) add_delta(row, comparison ? &*comparison : nullptr, m.name, note);
+        if (is_compared(compared, m)) add_delta(row, comparison, m.name, note);
     }
     row.push_back(r.data.reason);
     t.rows.push_back(std::move(row));
@@ -168,14 +192,23 @@ std::string format_export(const ExportTable& t, ExportFormat format) {
       return out;
     }
     case ExportFormat::md: {
+      auto format_of = [&](std::size_t i) { return i < t.formats.size() ? t.formats[i] : ColumnFormat{}; };
       std::vector<std::string> head;
-      for (const auto& c : t.columns) head.push_back(escape_cell(c));
+      for (std::size_t i = 0; i < t.columns.size(); ++i) {
+        const std::string& unit = format_of(i).unit;
+        head.push_back(escape_cell(unit.empty() ? t.columns[i] : fmt::format("{} ({})", t.columns[i], unit)));
+      }
       out += "| " + fmt::format("{}", fmt::join(head, " | ")) + " |\n|";
-      for (std::size_t i = 0; i < t.columns.size(); ++i) out += " --- |";
+      // Numbers align right, as in the document.
+      for (std::size_t i = 0; i < t.columns.size(); ++i)
+        out += format_of(i).kind == ColumnFormat::Kind::plain ? " --- |" : " ---: |";
       out += "\n";
       for (const auto& row : t.rows) {
         std::vector<std::string> f;
-        for (const auto& v : row) f.push_back(escape_cell(text_of(v)));
+        for (std::size_t i = 0; i < row.size(); ++i) {
+          const auto& v = row[i];
+          f.push_back(escape_cell(std::holds_alternative<double>(v) ? md_number(std::get<double>(v), format_of(i)) : text_of(v)));
+        }
         out += "| " + fmt::format("{}", fmt::join(f, " | ")) + " |\n";
       }
       return out;

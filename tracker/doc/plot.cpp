@@ -17,7 +17,9 @@ namespace {
 struct Point {
   double x;          // position on the axis (the value, or the index of a categorical value)
   std::string text;  // the axis value as the plan spells it
-  double median, lo, hi;
+  double median, lo, hi;  // lo == hi == median without a CI
+  std::size_t n = 0;      // samples pooled
+  bool ci = false;        // whether the median has a bounded 95% CI (6 samples or more)
 };
 
 // Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), minus the
@@ -74,6 +76,40 @@ std::vector<double> nice_ticks(double lo, double hi, int want) {
   std::vector<double> out;
   for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9 && out.size() < 50; t += step)
     out.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  return out;
+}
+
+// The power of ten (a multiple of 3) whose SI prefix suits `v`: 5e+06 -> 6, 0.002 -> -3.
+int si_exponent(double v) {
+  if (v == 0 || !std::isfinite(v)) return 0;
+  int e = static_cast<int>(std::floor(std::log10(std::fabs(v)) / 3)) * 3;
+  // Rounding can carry a mantissa to 1000 (999.9999 k): move it to the next prefix.
+  if (std::fabs(std::stod(fmt::format("{:.6g}", v / std::pow(10, e)))) >= 1000) e += 3;
+  return std::clamp(e, -12, 15);
+}
+
+// A tick label with the SI prefix of 10^e: (5e+06, 6) -> "5 M", (0.002, -3) -> "2 m", (150, 0) -> "150".
+std::string si_label(double v, int e) {
+  static constexpr std::string_view kPrefixes[] = {"p", "n", "µ", "m", "", "k", "M", "G", "T", "P"};
+  if (v == 0) return "0";
+  std::string mantissa = fmt::format("{:.6g}", v / std::pow(10, e));
+  std::string_view prefix = kPrefixes[(e + 12) / 3];
+  return prefix.empty() ? mantissa : mantissa + " " + std::string(prefix);
+}
+
+// Ticks of a log10 axis over [lo, hi] (log10 units): each decade, with 2 and 5 between
+// when the range is short.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> out;
+  const double span = hi - lo;
+  const std::vector<double> steps = span < 1.2 ? std::vector<double>{1, 1.5, 2, 3, 5, 7} : span < 3 ? std::vector<double>{1, 2, 5}
+                                                                                                        : std::vector<double>{1};
+  for (double d = std::floor(lo); d <= std::ceil(hi) && out.size() < 50; ++d)
+    for (double m : steps) {
+      const double t = std::pow(10, d) * m;
+      const double l = std::log10(t);
+      if (l >= lo - 1e-9 && l <= hi + 1e-9) out.push_back(t);
+    }
   return out;
 }
 
@@ -192,7 +228,8 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
       auto ci = stats::median_ci(it->second, 0.95);
       bool bounded = ci.bounded() && std::isfinite(ci.lo) && std::isfinite(ci.hi);
       const auto& xv = c.cell.values[xi];
-      points[m->name][variant].push_back({x_of(xv), xv, med, bounded ? ci.lo : med, bounded ? ci.hi : med});
+      points[m->name][variant].push_back(
+          {x_of(xv), xv, med, bounded ? ci.lo : med, bounded ? ci.hi : med, it->second.size(), bounded});
     }
   }
   std::vector<const plan::Metric*> shown;
@@ -231,7 +268,24 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
         hi = first ? p.hi : std::max(hi, p.hi);
         first = false;
       }
-    Scale ys = padded(lo, hi, 0.08, y_bottom, y_top);
+    // A log y axis when asked (plot: {y: log}), or unless told otherwise when a variant's values
+    // span more than a decade (a linear axis would flatten its small values into one line).
+    bool log_y = lo > 0;
+    if (log_y && plan.plot_log_y) log_y = *plan.plot_log_y;
+    else if (log_y) {
+      log_y = false;
+      for (const auto& [variant, pts] : points[m.name]) {
+        double vlo = 0, vhi = 0;
+        for (std::size_t k = 0; k < pts.size(); ++k) {
+          vlo = k == 0 ? pts[k].lo : std::min(vlo, pts[k].lo);
+          vhi = k == 0 ? pts[k].hi : std::max(vhi, pts[k].hi);
+        }
+        log_y = log_y || vhi > 10 * vlo;
+      }
+    }
+    auto y_value = [&](double v) { return log_y ? std::log10(v) : v; };
+    const Scale y_scale = log_y ? padded(std::log10(lo), std::log10(hi), 0.08, y_bottom, y_top) : padded(lo, hi, 0.08, y_bottom, y_top);
+    auto ys = [&](double v) { return y_scale(y_value(v)); };
     Scale xs = numeric ? padded(log2x ? std::log2(xmin) : xmin, log2x ? std::log2(xmax) : xmax, 0.05, kPlotLeft, x_right)
                        : Scale{-0.5, static_cast<double>(xaxis.values.size()) - 0.5, kPlotLeft, x_right};
 
@@ -241,11 +295,16 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
                      px(kPlotLeft + kPlotWidth / 2), px(top + 24), xml_escape(label), plan::to_string(m.better));
     // Grid and y ticks.
     s += "<g class=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
-    for (double t : nice_ticks(ys.d0, ys.d1, 6)) {
+    // A linear axis labels every tick with one prefix, from its largest (0.5 M, 1 M, 1.5 M); a log
+    // axis each with its own (100, 1 k, 10 k).
+    const std::vector<double> ticks = log_y ? log_ticks(y_scale.d0, y_scale.d1) : nice_ticks(y_scale.d0, y_scale.d1, 6);
+    double largest = 0;
+    for (double t : ticks) largest = std::max(largest, std::fabs(t));
+    for (double t : ticks) {
       double y = ys(t);
       s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
                        "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
-                       px(kPlotLeft), px(y), px(x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(num(t)));
+                       px(kPlotLeft), px(y), px(x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(si_label(t, si_exponent(log_y ? t : largest))));
     }
     s += "</g>\n<g class=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
     // Every axis value is a tick; with many values only every k-th is labelled.
@@ -264,7 +323,7 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
     s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(kPlotLeft + kPlotWidth / 2),
                      px(y_bottom + 38), xml_escape(xaxis.name), log2x ? " (log scale)" : "");
     s += fmt::format("<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
-                     px(18), px((y_top + y_bottom) / 2), xml_escape(label));
+                     px(18), px((y_top + y_bottom) / 2), xml_escape(log_y ? label + " (log scale)" : label));
 
     // Series, then the legend, in variant order (colours stay with a variant across panels).
     std::string legend;
@@ -285,10 +344,17 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
       s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr, fmt::join(line, " "));
       for (const auto& p : pts) {
         double x = xs(p.x), y = ys(p.median);
-        s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
-                         "95% CI [{}, {}]</title>",
-                         xml_escape(p.text), num(p.median), num(p.lo), num(p.hi), xml_escape(variants[vi]),
-                         variants[vi].empty() ? "" : ", ", xml_escape(xaxis.name + "=" + p.text), num(p.median), num(p.lo), num(p.hi));
+        // Without a bounded CI (fewer than 6 samples) the tooltip shows none, not [median, median].
+        if (p.ci)
+          s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
+                           "95% CI [{}, {}]</title>",
+                           xml_escape(p.text), num(p.median), num(p.lo), num(p.hi), xml_escape(variants[vi]),
+                           variants[vi].empty() ? "" : ", ", xml_escape(xaxis.name + "=" + p.text), num(p.median), num(p.lo), num(p.hi));
+        else
+          s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\"><title>{}{}{}: median {} (n={}: no 95% CI below 6 "
+                           "samples)</title>",
+                           xml_escape(p.text), num(p.median), xml_escape(variants[vi]), variants[vi].empty() ? "" : ", ",
+                           xml_escape(xaxis.name + "=" + p.text), num(p.median), p.n);
         if (p.hi > p.lo)
           s += fmt::format("<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(x),
                            px(ys(p.lo)), px(ys(p.hi)), px(x - 4), px(x + 4));

@@ -31,6 +31,13 @@ std::string pct_interval(const stats::Interval& i) {
   return fmt::format("[{:+.1f}, {:+.1f}]", i.lo, i.hi);
 }
 
+std::string signed_number(double v) { return (v >= 0 ? "+" : "") + util::format_number(v); }
+
+std::string abs_interval(const stats::Interval& i) {
+  if (!i.bounded()) return "[CI needs more samples]";
+  return fmt::format("[{}, {}]", signed_number(i.lo), signed_number(i.hi));
+}
+
 std::string p_text(const std::optional<double>& p) {
   if (!p) return "p n/a";
   if (*p < 1e-4) return "p<0.0001";
@@ -344,6 +351,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     for (std::size_t i = 0; i < head.size(); ++i) s += (i < plan.axes.size() || i + 3 == head.size() || i + 2 == head.size()) ? " --- |" : " ---: |";
     return s;
   }() + "\n";
+  bool any_exact = false, any_absolute = false;  // the footnote explains them when they occur
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     const Record* r = c.latest();
@@ -376,9 +384,15 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
           if (mc == cc.result.metrics.end()) cell = "—";
           else {
             const auto& res = mc->result;
-            std::string verdict(stats::to_string(res.verdict));
-            if (res.verdict == stats::Verdict::same) verdict = "~";
-            cell = fmt::format("{} {} {}, {}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), verdict, p_text(res.decisive_p()));
+            any_exact = any_exact || res.exact;
+            any_absolute = any_absolute || res.absolute;
+            if (res.exact) cell = fmt::format("{} {}", stats::delta_text(res), stats::verdict_text(res));
+            else if (res.absolute)
+              cell = fmt::format("{} {} {}, {}", stats::delta_text(res), abs_interval(res.delta_abs_ci), stats::verdict_text(res),
+                                 p_text(res.decisive_p()));
+            else
+              cell = fmt::format("{} {} {}, {}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
+                                 p_text(res.decisive_p()));
           }
         }
         row.push_back(escape_cell(cell));
@@ -403,6 +417,12 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
           100 * (1 - plan.alpha), plan.alpha, plan.min_effect_pct);
       if (with_p > 1) t += fmt::format("; p-values Holm–Bonferroni-adjusted over {} comparisons", with_p);
       t += ". A cell that fails a gate gets no verdict.";
+      if (any_exact)
+        t += " *(exact)*: every sample of each arm is the same value, so the change is exact, with no CI and no p-value "
+             "(outside the Holm family); beyond ±" + fmt::format("{:g}", plan.min_effect_pct) + "% it is better or worse.";
+      if (any_absolute)
+        t += " *(abs)*: a sample is ≤ 0, so there is no ratio: the change is the absolute B − A in the metric's unit "
+             "(Hodges–Lehmann on the values), its CI judged against 0.";
     }
     t += "\n";
   }
@@ -431,7 +451,11 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   }
   if (plan.baseline && !compared.empty()) {
     // Variants: the values of the baseline's axes; cells of one variant differ on the others.
-    const plan::Metric& m = plan.prediction ? *plan.metric(plan.prediction->metric) : *compared.front();
+    // One table per compared metric: the prediction's first, then each with `better:`.
+    std::vector<const plan::Metric*> summarised;
+    if (plan.prediction) summarised.push_back(plan.metric(plan.prediction->metric));
+    for (const auto* cm : compared)
+      if (std::find(summarised.begin(), summarised.end(), cm) == summarised.end()) summarised.push_back(cm);
     std::vector<std::string> variant_names;
     std::map<std::string, std::vector<const CellComparison*>> by_variant;
     for (const auto& cc : comps) {
@@ -445,52 +469,57 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       if (!by_variant.count(name)) variant_names.push_back(name);
       by_variant[name].push_back(&cc);
     }
-    std::string rows;
-    for (const auto& name : variant_names) {
-      std::vector<std::optional<double>> deltas;
-      std::map<std::string, int> verdicts;
-      std::vector<stats::PredictionOutcome> judged;
-      for (const auto* cc : by_variant[name]) {
-        auto mc = std::find_if(cc->result.metrics.begin(), cc->result.metrics.end(),
-                               [&](const record::MetricComparison& x) { return x.metric == m.name; });
-        if (mc == cc->result.metrics.end()) {
-          deltas.push_back(std::nullopt);
-          continue;
+    for (const plan::Metric* mp : summarised) {
+      const plan::Metric& m = *mp;
+      const bool predicted = plan.prediction && plan.prediction->metric == m.name;
+      std::string rows;
+      for (const auto& name : variant_names) {
+        std::vector<std::optional<double>> deltas;
+        std::map<std::string, int> verdicts;
+        std::vector<stats::PredictionOutcome> judged;
+        for (const auto* cc : by_variant[name]) {
+          auto mc = std::find_if(cc->result.metrics.begin(), cc->result.metrics.end(),
+                                 [&](const record::MetricComparison& x) { return x.metric == m.name; });
+          if (mc == cc->result.metrics.end()) {
+            deltas.push_back(std::nullopt);
+            continue;
+          }
+          // An absolute change has no ratio to average.
+          deltas.push_back(mc->result.absolute ? std::nullopt : std::optional<double>(mc->result.delta_pct));
+          ++verdicts[stats::verdict_text(mc->result)];
+          if (predicted) {
+            stats::Prediction pr{plan.prediction->change_pct,
+                                 plan.prediction->range_pct
+                                     ? stats::Interval{plan.prediction->range_pct->first, plan.prediction->range_pct->second}
+                                     : stats::Interval{plan.prediction->change_pct, plan.prediction->change_pct}};
+            judged.push_back(stats::judge_prediction(pr, mc->result.delta_ci_pct));
+          }
         }
-        deltas.push_back(mc->result.delta_pct);
-        ++verdicts[std::string(mc->result.verdict == stats::Verdict::same ? "~" : stats::to_string(mc->result.verdict))];
-        if (plan.prediction) {
-          stats::Prediction pr{plan.prediction->change_pct,
-                               plan.prediction->range_pct
-                                   ? stats::Interval{plan.prediction->range_pct->first, plan.prediction->range_pct->second}
-                                   : stats::Interval{plan.prediction->change_pct, plan.prediction->change_pct}};
-          judged.push_back(stats::judge_prediction(pr, mc->result.delta_ci_pct));
+        std::string geo = "—";
+        try {
+          auto sw = stats::geomean_deltas_pct(deltas);
+          if (sw.delta_pct) geo = fmt::format("{} over {} of {} cells", pct(*sw.delta_pct), sw.cells, deltas.size());
+        } catch (const Error&) {
+          geo = "— (values ≤ −100%)";
         }
+        std::vector<std::string> vparts;
+        for (const auto& [v, n] : verdicts) vparts.push_back(fmt::format("{} {}", n, v));
+        std::string judgement = "—";
+        if (!judged.empty()) {
+          bool all_c = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::confirmed; });
+          bool all_r = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::refuted; });
+          judgement = all_c ? "confirmed" : all_r ? "refuted" : "partly";
+          judgement += fmt::format(" ({} of {} cells compared)", judged.size(), deltas.size());
+        }
+        rows += fmt::format("| {} | {} | {} |{}\n", escape_cell(name), escape_cell(geo),
+                            escape_cell(vparts.empty() ? "—" : fmt::format("{}", fmt::join(vparts, ", "))),
+                            predicted ? " " + escape_cell(judgement) + " |" : "");
       }
-      std::string geo = "—";
-      try {
-        auto sw = stats::geomean_deltas_pct(deltas);
-        if (sw.delta_pct) geo = fmt::format("{} over {} of {} cells", pct(*sw.delta_pct), sw.cells, deltas.size());
-      } catch (const Error&) {
-        geo = "— (values ≤ −100%)";
+      if (!rows.empty()) {
+        s += fmt::format("\n| variant | Δ `{}` vs baseline (geometric mean) | verdicts |{}\n", m.name,
+                         predicted ? " prediction |" : "");
+        s += std::string("| --- | ---: | --- |") + (predicted ? " --- |" : "") + "\n" + rows;
       }
-      std::vector<std::string> vparts;
-      for (const auto& [v, n] : verdicts) vparts.push_back(fmt::format("{} {}", n, v));
-      std::string judgement = "—";
-      if (!judged.empty()) {
-        bool all_c = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::confirmed; });
-        bool all_r = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::refuted; });
-        judgement = all_c ? "confirmed" : all_r ? "refuted" : "partly";
-        judgement += fmt::format(" ({} of {} cells compared)", judged.size(), deltas.size());
-      }
-      rows += fmt::format("| {} | {} | {} |{}\n", escape_cell(name), escape_cell(geo),
-                          escape_cell(vparts.empty() ? "—" : fmt::format("{}", fmt::join(vparts, ", "))),
-                          plan.prediction ? " " + escape_cell(judgement) + " |" : "");
-    }
-    if (!rows.empty()) {
-      s += fmt::format("\n| variant | Δ `{}` vs baseline (geometric mean) | verdicts |{}\n", m.name,
-                       plan.prediction ? " prediction |" : "");
-      s += std::string("| --- | ---: | --- |") + (plan.prediction ? " --- |" : "") + "\n" + rows;
     }
   }
   if (plan.model) s += model_table(plan, cells);

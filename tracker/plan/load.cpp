@@ -186,9 +186,18 @@ class Loader {
     if (auto n = get("model")) load_model(*n, plan);
     if (auto n = get("artifacts")) load_artifacts(*n, plan);
     if (auto n = get("plot")) {
-      auto v = scalar(*n, "plot");
-      if (v == "true" || v == "false") plan.plot = *v == "true";
-      else if (v) error(at(n->Mark()), fmt::format("plot must be true or false, not '{}'", *v));
+      if (n->IsMap()) {
+        for (auto& [k, v] : ordered(*n, "plot key")) {
+          auto y = k.Scalar() == "y" ? scalar(v, "plot.y") : std::nullopt;
+          if (y == "log" || y == "linear") plan.plot_log_y = *y == "log";
+          else if (k.Scalar() != "y") error(at(k.Mark()), fmt::format("plot has no key '{}'", k.Scalar()), "plot: {y: log} or {y: linear}");
+          else if (y) error(at(v.Mark()), fmt::format("plot.y must be log or linear, not '{}'", *y));
+        }
+      } else {
+        auto v = scalar(*n, "plot");
+        if (v == "true" || v == "false") plan.plot = *v == "true";
+        else if (v) error(at(n->Mark()), fmt::format("plot must be true or false, or {{y: log|linear}}, not '{}'", *v));
+      }
     }
     load_scale_out(get("jobs"), get("gpus"), get("executor"), get("slurm"), plan);
 

@@ -112,6 +112,7 @@ struct Plan {
   std::optional<Model> model;
   std::vector<std::string> artifacts;  // repo-relative paths with {axis}; hashed after each run
   bool plot = true;                    // `plot: false`: no SVG plot beside the document
+  std::optional<bool> plot_log_y;      // `plot: {y: log|linear}`; unset: log when values span > a decade
   int jobs = 1;                    // cells run at once by the local executor
   std::vector<std::string> gpus;   // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
   ExecutorKind executor = ExecutorKind::local;

@@ -80,12 +80,55 @@ ojson comparison_json(const Comparison& c) {
                               {"delta_ci_pct", interval(r.delta_ci_pct)},
                               {"p_value", opt(r.p_value)},
                               {"verdict", stats::to_string(r.verdict)},
+                              {"exact", r.exact},
+                              {"delta_abs", r.absolute ? num(r.delta_abs) : ojson(nullptr)},
+                              {"delta_abs_ci", r.absolute ? interval(r.delta_abs_ci) : ojson(nullptr)},
                               {"notes", r.notes}};
   }
   return ojson{{"baseline_run", c.baseline_run},
                {"baseline_cell", c.baseline_cell},
                {"metrics", metrics},
                {"notes", c.notes}};
+}
+
+double num_or(const ojson& j, const char* key, double otherwise) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : otherwise;
+}
+
+stats::Interval parse_interval(const ojson& j, const char* key) {
+  stats::Interval i;
+  if (j.contains(key) && j[key].is_array() && j[key].size() == 2) {
+    if (j[key][0].is_number()) i.lo = j[key][0].get<double>();
+    if (j[key][1].is_number()) i.hi = j[key][1].get<double>();
+  }
+  return i;
+}
+
+// comparison_json's metric entry, back; what it does not name keeps its default.
+stats::Comparison parse_metric_comparison(const ojson& m) {
+  stats::Comparison r;
+  if (m.value("better", "") == "higher") r.options.better = stats::Better::higher;
+  r.n_a = m.contains("n_baseline") && m["n_baseline"].is_number_unsigned() ? m["n_baseline"].get<std::size_t>() : 0;
+  r.n_b = m.contains("n") && m["n"].is_number_unsigned() ? m["n"].get<std::size_t>() : 0;
+  r.median_a = num_or(m, "baseline_median", std::nan(""));
+  r.median_b = num_or(m, "median", std::nan(""));
+  r.delta_pct = num_or(m, "delta_pct", std::nan(""));
+  r.delta_ci_pct = parse_interval(m, "delta_ci_pct");
+  if (m.contains("p_value") && m["p_value"].is_number()) r.p_value = m["p_value"].get<double>();
+  const std::string verdict = m.value("verdict", "");
+  for (auto v : {stats::Verdict::inconclusive, stats::Verdict::better, stats::Verdict::worse, stats::Verdict::equivalent,
+                 stats::Verdict::same})
+    if (verdict == stats::to_string(v)) r.verdict = v;
+  r.exact = m.value("exact", false);
+  r.absolute = m.contains("delta_abs") && m["delta_abs"].is_number();
+  if (r.absolute) {
+    r.delta_abs = m["delta_abs"].get<double>();
+    r.delta_abs_ci = parse_interval(m, "delta_abs_ci");
+  }
+  if (m.contains("notes") && m["notes"].is_array())
+    for (const auto& n : m["notes"])
+      if (n.is_string()) r.notes.push_back(n.get<std::string>());
+  return r;
 }
 
 [[noreturn]] void bad(const std::string& name, const std::string& what) {
@@ -348,7 +391,12 @@ Record parse_record(std::string_view text, const std::string& name) {
       Comparison c;
       c.baseline_run = j["comparison"].value("baseline_run", 0);
       c.baseline_cell = j["comparison"].value("baseline_cell", "");
-      r.comparison = c;  // the numbers are recomputed from samples when rendering
+      // The run's own comparison (the document recomputes its own from the pools); per-run
+      // export shows this one.
+      if (j["comparison"].contains("metrics") && j["comparison"]["metrics"].is_object())
+        for (const auto& [metric, m] : j["comparison"]["metrics"].items())
+          if (m.is_object()) c.metrics.push_back(MetricComparison{metric, parse_metric_comparison(m)});
+      r.comparison = c;
     }
   } catch (const ojson::exception& e) {
     bad(name, e.what());

@@ -1,5 +1,6 @@
 #include "stats/compare.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "stats/quantile.hpp"
 #include "stats/samples.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace abtrack::stats {
 namespace {
@@ -29,7 +31,49 @@ void note_median_ci(Comparison& c, std::string_view side, std::size_t n, const I
                                 samples_for_bounded_ci(confidence)));
 }
 
+bool constant(std::span<const double> x) {
+  return std::all_of(x.begin(), x.end(), [&](double v) { return v == x.front(); });
+}
+
+// An exact change is judged by its size alone: beyond min_effect (relative) or non-zero
+// (absolute) it is better or worse, else the same.
+Verdict decide_exact(double change, bool absolute, const CompareOptions& options) {
+  const double delta = absolute ? 0.0 : options.min_effect * 100;
+  if (change < -delta) return options.better == Better::lower ? Verdict::better : Verdict::worse;
+  if (change > delta) return options.better == Better::lower ? Verdict::worse : Verdict::better;
+  return Verdict::same;
+}
+
+// The verdict of a comparison with the p-value it uses now (decisive_p).
+Verdict redecide(const Comparison& c) {
+  if (c.exact) return c.verdict;
+  // A paired comparison's floor (2 / 2^pairs, in min_p) is above its pooled samples' floor;
+  // decide() with no samples checks the options and says inconclusive.
+  if (c.analysis == "paired" && c.min_p >= c.options.alpha) {
+    return decide(std::nullopt, c.delta_ci_pct, 0, 0, c.options);
+  }
+  if (!c.absolute) return decide(c.decisive_p(), c.delta_ci_pct, c.n_a, c.n_b, c.options);
+  // An absolute change has no relative min_effect: the CI is judged against 0.
+  CompareOptions o = c.options;
+  o.min_effect = 0;
+  return decide(c.decisive_p(), c.delta_abs_ci, c.n_a, c.n_b, o);
+}
+
 }  // namespace
+
+std::string delta_text(const Comparison& c) {
+  if (c.absolute) {
+    std::string v = util::format_number(c.delta_abs);
+    return (c.delta_abs >= 0 ? "+" : "") + v + " (abs)";
+  }
+  if (!std::isfinite(c.delta_pct)) return c.delta_pct > 0 ? "+inf%" : "-inf%";
+  return fmt::format("{:+.1f}%", c.delta_pct);
+}
+
+std::string verdict_text(const Comparison& c) {
+  std::string v = c.verdict == Verdict::same ? "~" : std::string(to_string(c.verdict));
+  return c.exact ? v + " (exact)" : v;
+}
 
 std::string_view to_string(Better better) { return better == Better::lower ? "lower" : "higher"; }
 
@@ -77,8 +121,8 @@ Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t
 
 Comparison compare(std::span<const double> a, std::span<const double> b, const CompareOptions& options) {
   check_options(options);
-  check_positive_samples(a, "A (baseline)");
-  check_positive_samples(b, "B (variant)");
+  check_samples(a, "A (baseline)");
+  check_samples(b, "B (variant)");
   const double confidence = 1 - options.alpha;
 
   Comparison c;
@@ -87,6 +131,32 @@ Comparison compare(std::span<const double> a, std::span<const double> b, const C
   c.n_b = b.size();
   c.median_a = median(a);
   c.median_b = median(b);
+  c.absolute = std::any_of(a.begin(), a.end(), [](double v) { return v <= 0; }) ||
+               std::any_of(b.begin(), b.end(), [](double v) { return v <= 0; });
+  c.min_p = min_p_value(c.n_a, c.n_b);
+
+  // A deterministic metric (a size, a count): each arm one value, seen at least twice.
+  if (c.n_a >= 2 && c.n_b >= 2 && constant(a) && constant(b)) {
+    c.exact = true;
+    c.method = UMethod::all_equal;
+    c.ci_a = Interval{c.median_a, c.median_a};
+    c.ci_b = Interval{c.median_b, c.median_b};
+    if (c.absolute) {
+      c.delta_abs = c.median_b - c.median_a;
+      c.delta_abs_ci = Interval{c.delta_abs, c.delta_abs};
+      c.delta_pct = std::nan("");
+      c.ratio = std::nan("");
+      c.delta_ci_pct = Interval{};
+    } else {
+      c.ratio = c.median_b / c.median_a;
+      c.delta_pct = (c.ratio - 1) * 100;
+      c.delta_ci_pct = Interval{c.delta_pct, c.delta_pct};
+    }
+    c.verdict = decide_exact(c.absolute ? c.delta_abs : c.delta_pct, c.absolute, options);
+    c.notes.push_back("every sample of each arm is the same value: the change is exact (no p-value)");
+    return c;
+  }
+
   c.ci_a = median_ci(a, confidence);
   c.ci_b = median_ci(b, confidence);
   note_median_ci(c, "A", c.n_a, c.ci_a, confidence);
@@ -96,19 +166,32 @@ Comparison compare(std::span<const double> a, std::span<const double> b, const C
   c.u_a = u.u_a;
   c.method = u.method;
   c.p_value = u.p_value;
-  c.min_p = min_p_value(c.n_a, c.n_b);
   if (u.method == UMethod::all_equal) c.notes.push_back("all samples are equal: no p-value");
 
-  const LogShift shift = hodges_lehmann_log(a, b, confidence);
-  c.ratio = shift.ratio();
-  c.delta_pct = shift.delta_pct();
-  c.delta_ci_pct = shift.delta_ci_pct();
-  if (!c.delta_ci_pct.bounded()) {
-    c.notes.push_back(fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b,
-                                  percent(confidence)));
+  if (c.absolute) {
+    const Shift shift = hodges_lehmann(a, b, confidence);
+    c.delta_abs = shift.shift;
+    c.delta_abs_ci = shift.ci;
+    c.delta_pct = std::nan("");
+    c.ratio = std::nan("");
+    c.delta_ci_pct = Interval{};
+    c.notes.push_back("a sample is <= 0, so there is no ratio: the change is absolute (B - A)");
+    if (!c.delta_abs_ci.bounded()) {
+      c.notes.push_back(fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b,
+                                    percent(confidence)));
+    }
+  } else {
+    const LogShift shift = hodges_lehmann_log(a, b, confidence);
+    c.ratio = shift.ratio();
+    c.delta_pct = shift.delta_pct();
+    c.delta_ci_pct = shift.delta_ci_pct();
+    if (!c.delta_ci_pct.bounded()) {
+      c.notes.push_back(fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b,
+                                    percent(confidence)));
+    }
   }
 
-  c.verdict = decide(c.p_value, c.delta_ci_pct, c.n_a, c.n_b, options);
+  c.verdict = redecide(c);
   if (c.verdict == Verdict::inconclusive) {
     c.notes.push_back(fmt::format("too few samples: with {} + {} the smallest possible p is {:.3g}, not below "
                                   "alpha {:g}",
@@ -130,7 +213,7 @@ void adjust_family(std::span<Comparison> family) {
     Comparison& c = family[i];
     c.p_adjusted = adjusted[i];
     c.family_size = defined;
-    c.verdict = decide(c.decisive_p(), c.delta_ci_pct, c.n_a, c.n_b, c.options);
+    c.verdict = redecide(c);
   }
 }
 

@@ -58,9 +58,21 @@ struct Comparison {
   double ratio = 1;                   // exp(Hodges-Lehmann shift of ln B - ln A): typical B / A
   double delta_pct = 0;               // (ratio - 1) * 100
   Interval delta_ci_pct;              // Moses CI of the change, percent; (-inf, +inf) if unbounded
+  // Every sample of each arm is one value (>= 2 samples per arm: a size, a register count): the
+  // change is exact, with no p-value and a CI of one point; the verdict is better/worse/same.
+  bool exact = false;
+  // Some sample is <= 0, so there is no ratio: the change is B - A in the metric's unit
+  // (delta_abs, Hodges-Lehmann on raw values); delta_pct is NaN and delta_ci_pct unbounded.
+  bool absolute = false;
+  double delta_abs = 0;               // the absolute change B - A, when `absolute`
+  Interval delta_abs_ci;              // its Moses CI at 1 - alpha; (-inf, +inf) if unbounded
   Verdict verdict = Verdict::inconclusive;
   CompareOptions options;             // the options the verdict was decided with
   std::vector<std::string> notes;     // why a number is missing or a verdict is weak, for the user
+  // "unpaired" (compare) or "paired" (compare_paired, stats/paired.hpp: the same rounds of one
+  // invocation, paired by round; then p_value is the signed-rank test's, min_p = 2 / 2^pairs).
+  std::string analysis = "unpaired";
+  std::size_t pairs = 0;              // rounds of a paired comparison; 0 when unpaired
 
   // The p-value the verdict uses: p_adjusted when set, else p_value.
   std::optional<double> decisive_p() const { return p_adjusted ? p_adjusted : p_value; }
@@ -74,14 +86,25 @@ Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t
 
 // Compares baseline samples `a` with variant samples `b`: medians and their CIs, the two-sided
 // Mann-Whitney U test, the Hodges-Lehmann change on log values with its Moses CI, and the verdict.
-// Throws abtrack::Error (Exit::usage) for an empty side, a NaN/Inf sample, a sample <= 0 (the
-// change is a ratio) or invalid options. One sample or all-equal samples are not errors: they
-// give `inconclusive` / `equivalent` with the reason in `notes`.
+// Each arm constant (>= 2 samples each): the exact change, no p-value, verdict better/worse when
+// beyond min_effect (any absolute change), else same. A sample <= 0: the change is absolute
+// (B - A), decided with its CI against 0. Throws abtrack::Error (Exit::usage) for an empty side,
+// a NaN/Inf sample or invalid options. One sample or too few samples are not errors: they give
+// `inconclusive` with the reason in `notes`.
 Comparison compare(std::span<const double> a, std::span<const double> b, const CompareOptions& options = {});
+
+// The change as the document and the result line print it: "-12.5%", or for an absolute change
+// "+3 (abs)" (the metric's value, util::format_number). Never throws.
+std::string delta_text(const Comparison& c);
+
+// The verdict as printed: "~" for same, with " (exact)" after an exact one ("better (exact)").
+// Never throws.
+std::string verdict_text(const Comparison& c);
 
 // Holm-Bonferroni over a family of comparisons (the cells x metrics of one experiment): sets
 // p_adjusted and family_size on each and re-decides its verdict with the adjusted p. Comparisons
-// without a p-value stay without one and do not count in the family size.
+// without a p-value (exact ones, all-equal samples) stay without one, keep their verdict and do
+// not count in the family size.
 // Throws abtrack::Error (Exit::usage) for invalid options in a comparison.
 void adjust_family(std::span<Comparison> family);
 

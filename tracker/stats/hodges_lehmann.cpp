@@ -96,19 +96,19 @@ double kth_log_difference(std::span<const double> a, std::span<const double> b, 
   return kth(sorted_logs(a), sorted_logs(b), k);
 }
 
-LogShift hodges_lehmann_log(std::span<const double> a, std::span<const double> b, double confidence) {
-  check_positive_samples(a, "A");
-  check_positive_samples(b, "B");
+namespace {
+
+// The median of the differences lb[j] - la[i] (both sorted) and its Moses interval.
+Shift shift_of_sorted(const std::vector<double>& la, const std::vector<double>& lb, double confidence) {
   if (!(confidence > 0 && confidence < 1)) {
     throw Error(Exit::usage, fmt::format("confidence {} is not between 0 and 1", confidence));
   }
-  const std::vector<double> la = sorted_logs(a), lb = sorted_logs(b);
   const std::uint64_t m = std::uint64_t{la.size()} * lb.size();
   const double dm = static_cast<double>(m);
   const double dn = static_cast<double>(la.size() + lb.size());
 
   const KthDifference kth_diff(la, lb);
-  LogShift r;
+  Shift r;
   if (m % 2 == 1) {
     r.shift = kth_diff((m + 1) / 2);
   } else {
@@ -122,6 +122,27 @@ LogShift hodges_lehmann_log(std::span<const double> a, std::span<const double> b
     r.ci = Interval{kth_diff(ci), kth_diff(m + 1 - ci)};
   }
   return r;
+}
+
+}  // namespace
+
+LogShift hodges_lehmann_log(std::span<const double> a, std::span<const double> b, double confidence) {
+  check_positive_samples(a, "A");
+  check_positive_samples(b, "B");
+  const Shift s = shift_of_sorted(sorted_logs(a), sorted_logs(b), confidence);
+  LogShift r;
+  r.shift = s.shift;
+  r.ci = s.ci;
+  return r;
+}
+
+Shift hodges_lehmann(std::span<const double> a, std::span<const double> b, double confidence) {
+  check_samples(a, "A");
+  check_samples(b, "B");
+  std::vector<double> sa(a.begin(), a.end()), sb(b.begin(), b.end());
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  return shift_of_sorted(sa, sb, confidence);
 }
 
 }  // namespace abtrack::stats

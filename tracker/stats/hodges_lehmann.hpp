@@ -16,6 +16,12 @@ struct LogShift {
   Interval delta_ci_pct() const;    // (exp(ci) - 1) * 100; unbounded stays (-inf, +inf)
 };
 
+// The shift of b relative to a on the raw scale (in the values' unit).
+struct Shift {
+  double shift = 0;  // median of all n1*n2 differences b_j - a_i
+  Interval ci;       // Moses interval of the shift; unbounded when C < 1
+};
+
 // The k-th smallest (1-based) of the differences ln b_j - ln a_i, without forming all n1*n2 of
 // them (bisection on the value, O((n1+n2) log) time, O(n1+n2) memory).
 // Throws abtrack::Error (Exit::usage) for an empty side, a non-finite or non-positive sample,
@@ -28,5 +34,10 @@ double kth_log_difference(std::span<const double> a, std::span<const double> b, 
 // Throws abtrack::Error (Exit::usage) for an empty side, a non-finite or non-positive sample
 // ("the change is computed on log values") or a confidence outside (0, 1).
 LogShift hodges_lehmann_log(std::span<const double> a, std::span<const double> b, double confidence = 0.95);
+
+// The same on raw values: the median of the differences b_j - a_i and its Moses interval, for
+// metrics that can be 0 or negative (no ratio exists). Throws abtrack::Error (Exit::usage) for
+// an empty side, a non-finite sample or a confidence outside (0, 1).
+Shift hodges_lehmann(std::span<const double> a, std::span<const double> b, double confidence = 0.95);
 
 }  // namespace abtrack::stats

@@ -10,11 +10,12 @@ namespace abtrack::stats {
 // How a p-value was obtained.
 enum class UMethod {
   exact,        // exact null distribution: no ties and at most 50 samples per side
+  exact_ties,   // exact permutation distribution of U with midranks: ties, at most 60 samples in all
   asymptotic,   // normal approximation with tie and continuity correction
   all_equal,    // every value of both sides is the same: no p-value
 };
 
-// "exact", "asymptotic", "all samples are equal". Never throws.
+// "exact", "exact with ties", "asymptotic", "all samples are equal". Never throws.
 std::string_view to_string(UMethod method);
 
 // The result of a two-sided Mann-Whitney U test of a against b.
@@ -37,6 +38,13 @@ UTest mann_whitney_u(std::span<const double> a, std::span<const double> b);
 // by the recurrence p(n,m,u) = [n p(n-1,m,u-m) + m p(n,m-1,u)] / (n+m).
 // Throws abtrack::Error (Exit::usage) when n1 or n2 is 0 or larger than 100.
 double u_exact_sf(std::size_t n1, std::size_t n2, double u);
+
+// The two-sided p of the permutation test of U with ties: every assignment of n1 of the
+// pooled values to A equally likely, U1 from midranks; p = min(1, 2 min(P(U1' <= U1),
+// P(U1' >= U1))). `doubled_midranks` are 2 x each pooled value's midrank (integers), `doubled_r1`
+// twice A's rank sum. Exact (a DP over counts and doubled rank sums), O(N n1 n1 n2) time.
+// Throws abtrack::Error (Exit::usage) when n1 is 0 or not below the number of values.
+double u_exact_ties_p(std::span<const std::size_t> doubled_midranks, std::size_t n1, std::size_t doubled_r1);
 
 // The smallest two-sided p-value the exact test can give for n1 + n2 samples: 2 / C(n1+n2, n1)
 // (0.10 at 3+3, 0.029 at 4+4), capped at 1. Never throws (0 samples on a side give 1).

@@ -68,16 +68,17 @@ inline std::string find_scipy_python() {
   return {};
 }
 
-// Runs tests/unit/oracle/stats_oracle.py on `cases` (one case per line) and returns one row of
+// Runs tests/unit/oracle/<script_name> (stats_oracle.py) on `cases` (one case per line) and returns one row of
 // numbers per case; empty when python3 with scipy is missing or the script fails.
-inline std::optional<std::vector<std::vector<double>>> run_oracle(const std::string& python, const std::string& cases) {
+inline std::optional<std::vector<std::vector<double>>> run_oracle(const std::string& python, const std::string& cases,
+                                                                   const std::string& script_name = "stats_oracle.py") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() /
                        ("abtrack-stats-oracle-" + std::to_string(static_cast<unsigned long long>(::getpid())));
   fs::create_directories(dir);
   const fs::path in = dir / "cases.txt", out = dir / "answers.txt";
   std::ofstream(in) << cases;
-  const std::string script = std::string(ABTRACK_SOURCE_DIR) + "/tests/unit/oracle/stats_oracle.py";
+  const std::string script = std::string(ABTRACK_SOURCE_DIR) + "/tests/unit/oracle/" + script_name;
   const std::string cmd = "'" + python + "' '" + script + "' '" + in.string() + "' > '" + out.string() + "'";
   const int rc = std::system(cmd.c_str());
   std::vector<std::vector<double>> rows;
