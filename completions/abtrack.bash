@@ -20,8 +20,8 @@ _abtrack() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="init step run status log render verify compare export collect cancel help"
-  local global="-p --plan -q --quiet --version --help"
+  local commands="init step run status log render verify compare export collect cancel drop help"
+  local global="-p --plan -q --quiet -v --verbose --version --help"
 
   case $prev in
     -p | --plan | --record)
@@ -62,8 +62,9 @@ _abtrack() {
   fi
   local opts=
   case $cmd in
-    step) opts="--cell --record --metric" ;;
-    run) opts="--rounds --seed --all --jobs --detach" ;;
+    step) opts="--cell --record --metric --no-commit" ;;
+    run) opts="--rounds --seed --all --retry --keep-going --dry-run --jobs --detach" ;;
+    drop) opts="--reason" ;;
     status | log) opts="--json" ;;
     compare) opts="--metric --json --samples --better --alpha --min-effect" ;;
     export) opts="--format --cells" ;;

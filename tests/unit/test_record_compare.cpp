@@ -42,8 +42,40 @@ TEST_CASE("a cell pools the samples of its runs on the latest code; new code sta
   CHECK(cells[0].runs.size() == 4);
   CHECK(cells[0].pool().size() == 2);  // runs 4 and 5 (code c2)
   CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{5});
-  CHECK(cells[0].outcome() == runner::Outcome::invalid);  // the latest run decides when it is invalid
+  // The invalid latest run measured nothing: run 4, valid on the same code, decides.
+  CHECK(cells[0].outcome() == runner::Outcome::pass);
+  CHECK(cells[0].deciding()->run == 4);
   CHECK(cells[1].pooled_samples()["t"] == std::vector<double>{9});
+}
+
+TEST_CASE("an invalid latest run leaves the pool to the earlier valid runs on its code, and only those") {
+  auto p = two_cells();
+  std::string c1(40, '1'), c2(40, '2');
+  SUBCASE("earlier valid runs on the same code decide, and give the baseline's samples") {
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2, 3, 4, 5}), rec(2, "b", c1, runner::Outcome::pass, {2, 3, 4, 5, 6}),
+                                   rec(3, "a", c1, runner::Outcome::invalid, {})};
+    auto cells = record::cells_with_runs(p, rs);
+    CHECK(cells[0].outcome() == runner::Outcome::pass);
+    CHECK(cells[0].latest()->run == 3);  // the latest run is still the invalid one
+    CHECK(cells[0].pooled_samples()["t"].size() == 5);
+    auto c = record::compare_with_baseline(p, cells[0], rs[1].data.samples);
+    CHECK(c.metrics.size() == 1);
+    CHECK(c.notes.empty());
+  }
+  SUBCASE("valid runs only on other code do not: the cell is invalid") {
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1}), rec(2, "a", c2, runner::Outcome::invalid, {})};
+    auto cells = record::cells_with_runs(p, rs);
+    CHECK(cells[0].outcome() == runner::Outcome::invalid);
+    CHECK(cells[0].deciding()->run == 2);
+    CHECK(cells[0].pooled_samples().empty());
+  }
+  SUBCASE("a failed run of the pool still fails the cell") {
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::fail, {1}), rec(2, "a", c1, runner::Outcome::pass, {1}),
+                                   rec(3, "a", c1, runner::Outcome::invalid, {})};
+    auto cells = record::cells_with_runs(p, rs);
+    CHECK(cells[0].outcome() == runner::Outcome::fail);
+    CHECK(cells[0].deciding()->run == 1);
+  }
 }
 
 TEST_CASE("a run on unknown code (dirty, no snapshot) pools with no other run") {

@@ -31,6 +31,7 @@ Args parse_args(int argc, char** argv) {
     if (auto v = take_value(all, i, "--plan")) args.global.plan = v;
     else if (auto v2 = take_value(all, i, "-p")) args.global.plan = v2;
     else if (a == "-q" || a == "--quiet") args.global.quiet = true;
+    else if (a == "-v" || a == "--verbose") args.global.verbose = true;
     else if (args.command.empty() && (a == "-h" || a == "--help")) args.command = "help";
     else if (args.command.empty() && a == "--version") args.command = "--version";
     else if (args.command.empty() && !a.empty() && a[0] == '-')

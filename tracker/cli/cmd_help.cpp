@@ -15,7 +15,7 @@ const std::vector<Command>& commands() {
        "plan and the document in one commit. An existing document is kept; it must contain at least one\n"
        "region (<!-- abtrack:begin results --> ... <!-- abtrack:end results -->).",
        cmd_init},
-      {"step", "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE[,VALUE...]]...",
+      {"step", "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE[,VALUE...]]... [--no-commit]",
        "one run of the first pending cell (or the given one), one commit",
        "Runs the plan's setup (if any) and then the command of one cell `repeats` times, reads the metrics\n"
        "from stdout, evaluates the gates, writes runs/<experiment>/<NNNN>.json, re-renders the document's\n"
@@ -26,19 +26,28 @@ const std::vector<Command>& commands() {
        "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c), in\n"
        "                      the metric's unit: a plan's scale: is not applied to them; every metric needs a\n"
        "                      value (from --metric, or from --record's file for metrics read from stdout)\n"
+       "  --no-commit         a dry run: run and print the result line (\"dry run ...\", compared with\n"
+       "                      HEAD's records) without committing or journaling anything\n"
+       "An invalid run prints the last lines of its command's stderr under the result line.\n"
        "Refuses (exit 3) before running when the document or its plot has uncommitted changes outside\n"
        "what abtrack writes (the regions, the plot: `abtrack render`'s output is rewritten); an edited\n"
        "record is left alone and never committed (`abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run [--rounds R] [--seed S] [--all] [--jobs N] [--detach]", "step through every pending cell, one commit each",
-       "Runs the setup once, then every cell without a run, in plan order, committing each run as soon as\n"
-       "it is measured. Interrupting it (Ctrl-C) stops the running command's process group; committed\n"
-       "runs stay, the interrupted cell stays pending, and the exit code is 130.\n"
+      {"run", "run [--rounds R] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach]",
+       "step through every pending cell, one commit each",
+       "Runs the setup once, then every cell without a run or whose latest run is invalid, in plan order,\n"
+       "committing each run as soon as it is measured. Interrupting it (Ctrl-C) stops the running command's\n"
+       "process group; committed runs stay, the interrupted run is not recorded, and the exit code is 130.\n"
+       "When the first runs all end invalid alike (2 with exit status 126 or 127, 3 with one reason), it\n"
+       "stops there with an error (exit 1); what it measured stays committed.\n"
        "  --rounds R   run the cells R times, each round in a freshly shuffled order, so drift and heat\n"
        "               hit every arm alike; the seed and round are recorded in each record\n"
        "  --seed S     the shuffle's seed (default: random, printed and recorded)\n"
        "  --all        every cell of the plan, not only the pending ones\n"
+       "  --retry      also the cells whose latest run failed a gate\n"
+       "  --keep-going do not stop when the first runs end invalid alike\n"
+       "  --dry-run    run and print the result lines (compared with HEAD's records); commit nothing\n"
        "  --jobs N     run up to N cells at once (default: the plan's jobs:, or one per GPU in gpus:); each\n"
        "               running cell gets its own GPU from gpus: through CUDA_VISIBLE_DEVICES; commits stay\n"
        "               one at a time, in plan order\n"
@@ -55,7 +64,8 @@ const std::vector<Command>& commands() {
        cmd_status},
       {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
-       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell.",
+       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell; a run\n"
+       "taken back is marked [dropped], and its drop (Abtrack-Dropped) is listed with outcome dropped.",
        cmd_log},
       {"render", "render", "rewrite the document's regions and the plot from the committed records (no commit)",
        "Re-renders the summary, results and runs regions from the records committed on HEAD and writes the\n"
@@ -106,6 +116,14 @@ const std::vector<Command>& commands() {
        "A column is named after its axis or metric; one named like another column (an axis `n`, `run`,\n"
        "`outcome`) gets its kind after its name: `n (axis)`.",
        cmd_export},
+      {"drop", "drop RUN [--reason TEXT]", "take back a run: one commit that removes its record",
+       "Removes runs/<experiment>/<RUN>.json in one commit (\"abtrack(<experiment>): drop run RUN\", trailers\n"
+       "Abtrack-Experiment and Abtrack-Dropped), re-renders the document and the plot without it, and\n"
+       "leaves runs/<experiment>/<RUN>.dropped (the run's cell, outcome and measurement id, when and why)\n"
+       "so that its number is never used again: the next run is numbered past every run there ever was.\n"
+       "  --reason TEXT   why, kept in the commit message and the .dropped file\n"
+       "Refuses (exit 3) when the document or its plot has uncommitted changes, as step does.",
+       cmd_drop},
       {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.", cmd_help},
   };
   return table;
@@ -117,7 +135,7 @@ int cmd_help(const Args& args) {
   if (!args.rest.empty()) {
     for (const auto& c : commands()) {
       if (c.name != args.rest.front()) continue;
-      fmt::print("usage: abtrack [-p PLAN] [-q] {}\n\n{}\n\n{}\n", c.usage, c.summary, c.help);
+      fmt::print("usage: abtrack [-p PLAN] [-q] [-v] {}\n\n{}\n\n{}\n", c.usage, c.summary, c.help);
       return 0;
     }
     std::vector<std::string> names;
@@ -127,7 +145,7 @@ int cmd_help(const Args& args) {
   }
   fmt::print(
       "abtrack {} — GPU-kernel A/B experiments as a git history\n\n"
-      "usage: abtrack [-p PLAN] [-q] COMMAND [ARGS]\n\n"
+      "usage: abtrack [-p PLAN] [-q] [-v] COMMAND [ARGS]\n\n"
       "commands:\n",
       version());
   for (const auto& c : commands())
@@ -136,6 +154,7 @@ int cmd_help(const Args& args) {
       "\noptions:\n"
       "  -p, --plan FILE  the plan (default: abtrack.yaml in the current directory)\n"
       "  -q, --quiet      no progress lines on stderr\n"
+      "  -v, --verbose    stream the commands' output to stderr as it comes (still captured)\n"
       "  --version        print the version\n\n"
       "exit codes: 0 ok, 1 a run failed or was invalid (still committed), 2 usage or plan error,\n"
       "3 environment error (not a git repository, cannot commit, uncommitted edits), 130 interrupted.\n"

@@ -1,5 +1,7 @@
 // `abtrack log`: the runs, newest first, read from git history (not from runs/).
 #include <ctime>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,15 +21,35 @@ int cmd_log(const Args& args) {
   auto repo = gitstore::Repository::discover(std::filesystem::current_path());
   std::string experiment;
   if (!all) experiment = open_context(args.global).plan.experiment;
-  auto entries = repo.history("Abtrack-Run");
+  // Runs and drops (`abtrack drop`: Abtrack-Dropped) both name their experiment.
+  auto entries = repo.history("Abtrack-Experiment");
+  std::set<std::pair<std::string, std::string>> dropped;  // (experiment, run)
+  for (const auto& e : entries)
+    if (!e.trailer("Abtrack-Dropped").empty()) dropped.emplace(e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Dropped"));
   auto out = nlohmann::ordered_json::array();
   for (const auto& e : entries) {
     if (!experiment.empty() && e.trailer("Abtrack-Experiment") != experiment) continue;
+    const std::string drop = e.trailer("Abtrack-Dropped");
+    if (drop.empty() && e.trailer("Abtrack-Run").empty()) continue;
     char date[32];
     std::time_t t = static_cast<std::time_t>(e.time);
     std::tm tm{};
     gmtime_r(&t, &tm);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!drop.empty()) {
+      // The drop commit: the run it took back, and why (its message's body).
+      if (json)
+        out.push_back({{"commit", e.commit},
+                       {"experiment", e.trailer("Abtrack-Experiment")},
+                       {"run", std::atoi(drop.c_str())},
+                       {"outcome", "dropped"},
+                       {"date", date}});
+      else
+        fmt::print("{} {:>5}  {}  {:<8} (drop of run {}){}\n", e.commit.substr(0, 12), drop, date, "dropped", drop,
+                   experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
+      continue;
+    }
+    const bool was_dropped = dropped.count({e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Run")}) > 0;
     if (json) {
       out.push_back({{"commit", e.commit},
                      {"experiment", e.trailer("Abtrack-Experiment")},
@@ -35,10 +57,11 @@ int cmd_log(const Args& args) {
                      {"cell", e.trailer("Abtrack-Cell")},
                      {"outcome", e.trailer("Abtrack-Outcome")},
                      {"code", e.trailer("Abtrack-Code")},
-                     {"date", date}});
+                     {"date", date},
+                     {"dropped", was_dropped}});
     } else {
-      fmt::print("{} {:>5}  {}  {:<8} {}{}\n", e.commit.substr(0, 12), e.trailer("Abtrack-Run"), date,
-                 e.trailer("Abtrack-Outcome"), e.trailer("Abtrack-Cell"),
+      fmt::print("{} {:>5}  {}  {:<8} {}{}{}\n", e.commit.substr(0, 12), e.trailer("Abtrack-Run"), date,
+                 e.trailer("Abtrack-Outcome"), e.trailer("Abtrack-Cell"), was_dropped ? " [dropped]" : "",
                  experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
     }
   }

@@ -38,6 +38,7 @@ int cmd_status(const Args& args) {
       if (const auto* r = c.latest()) {
         e["status"] = runner::to_string(c.outcome());
         e["run"] = r->run;
+        e["latest"] = runner::to_string(r->data.outcome);  // differs from status when the latest run is invalid
         e["runs"] = c.runs.size();
         e["pool"] = c.pool().size();
         e["reason"] = c.deciding()->data.reason;
@@ -65,6 +66,8 @@ int cmd_status(const Args& args) {
     if (const auto* r = c.latest()) {
       std::string line = fmt::format("  {:<{}}  {:<8} run {}", label, width, runner::to_string(c.outcome()), r->run);
       if (c.pool().size() > 1) line += fmt::format(" (pool of {})", c.pool().size());
+      // An invalid latest run leaves the pool's earlier valid runs to decide: say so.
+      if (r->data.outcome != c.outcome()) line += fmt::format(" (latest run {})", runner::to_string(r->data.outcome));
       auto pooled = c.pooled_samples();
       for (const auto& m : ctx.plan.metrics) {
         auto s = pooled.find(m.name);

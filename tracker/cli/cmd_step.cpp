@@ -20,11 +20,19 @@
 namespace abtrack::cli {
 namespace {
 
-std::vector<plan::Cell> pending_cells(const Context& ctx) {
+// The cells to measure next, in plan order: those without a run; with `invalid` also those whose
+// latest run is invalid (a fixed command or plan measures them), with `failed` those whose latest
+// run failed a gate. `failed_left`: the cells with a failed latest run that were left out.
+std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left = nullptr) {
   auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   std::vector<plan::Cell> out;
-  for (const auto& c : record::cells_with_runs(ctx.plan, records))
-    if (c.runs.empty()) out.push_back(c.cell);
+  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
+    const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
+    if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
+      out.push_back(c.cell);
+    else if (failed_left && *latest == runner::Outcome::fail)
+      ++*failed_left;
+  }
   return out;
 }
 
@@ -65,8 +73,8 @@ std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<
 // `dirty`: the preflight's finding, good for the first cell (later cells scan again: a setup
 // or the user may change files meanwhile).
 void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
-                       bool dirty, int& worst_exit) {
-  runner::LocalExecutor executor;
+                       bool dirty, const RunOptions& opts, int& worst_exit) {
+  CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
   std::optional<runner::SetupResult> setup;
   if (!util::trim(ctx.plan.setup).empty()) {
     info(g, "setup: " + ctx.plan.setup);
@@ -74,9 +82,11 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
     if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
   }
   Progress bar(g, cells.size());
+  EarlyStop early;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
-    auto code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+    record::Code code;  // a dry run commits nothing, and makes no snapshot
+    if (!opts.dry_run) code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
     bar.start_cell(i, ctx.plan.label(cell));
     auto progress = [&](int r, int n) { bar.invocation(r, n); };
     runner::Run run;
@@ -85,13 +95,16 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
-      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it, and it is still pending",
-                                                 e.diagnostics().front().message, ctx.plan.label(cell)));
+      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
+                                                 ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
     }
     bar.cell_measured();
-    auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
-    bar.print_result(result_line(ctx.plan, rec), rec.data.outcome);
+    auto draft = draft_record(ctx, run, code);
+    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : journal_and_commit(ctx, draft);
+    bar.print_result(opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec), rec.data.outcome, stderr_excerpt(rec));
     if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+    if (opts.early_stop)
+      if (auto stop = early.add(rec); stop && i + 1 < cells.size()) throw *stop;
   }
 }
 
@@ -100,8 +113,11 @@ void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<s
 int cmd_step(const Args& args) {
   std::optional<std::string> cell_spec, record_file;
   std::vector<std::string> metric_specs;
+  RunOptions opts;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
-    if (auto v = take_value(args.rest, i, "--cell")) {
+    if (args.rest[i] == "--no-commit") {
+      opts.dry_run = true;
+    } else if (auto v = take_value(args.rest, i, "--cell")) {
       if (cell_spec) throw Error(Exit::usage, "--cell given twice; a step runs one cell", "`abtrack run --all` runs every cell");
       cell_spec = v;
     } else if (auto v = take_value(args.rest, i, "--record")) {
@@ -109,7 +125,7 @@ int cmd_step(const Args& args) {
       record_file = v;
     }
     else if (auto v = take_value(args.rest, i, "--metric")) metric_specs.push_back(*v);
-    else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric"});
+    else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric", "--no-commit"});
   }
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
@@ -139,10 +155,15 @@ int cmd_step(const Args& args) {
         throw Error(Exit::usage, fmt::format("--record cannot read metric '{}': it comes from the file {}", m.name, m.file),
                     fmt::format("give its value with --metric {}=VALUE", m.name));
     }
-  bool dirty = preflight(ctx);
-  recover_journal(ctx);
+  // A dry run writes nothing: no preflight (it may put abtrack's own output back) and no
+  // recovery of journaled runs (that commits).
+  bool dirty = false;
+  if (!opts.dry_run) {
+    dirty = preflight(ctx);
+    recover_journal(ctx);
+  }
   if (!cell) {
-    auto pending = pending_cells(ctx);
+    auto pending = cells_to_run(ctx, false, false);
     if (pending.empty()) {
       info(args.global, fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
       return 0;
@@ -152,22 +173,28 @@ int cmd_step(const Args& args) {
   runner::start_environment_probe();  // overlaps the command, if one runs (the record waits for it)
   int exit_code = 0;
   if (record_file || !metric_specs.empty()) {
-    auto code = code_identity(ctx, dirty);
     auto run = runner::run_from_values(ctx.plan, *cell, output, values, record_file ? "record-file" : "metric-option");
+    if (opts.dry_run) {
+      auto rec = compared_with_head(ctx, draft_record(ctx, run, record::Code{}));
+      fmt::print("{}\n", dry_result_line(ctx.plan, rec));
+      return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
+    }
+    auto code = code_identity(ctx, dirty);
     auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
     fmt::print("{}\n", result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
-    run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, exit_code);
+    run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
   else
-    run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, exit_code);
+    run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, opts, exit_code);
   return exit_code;
 }
 
 int cmd_run(const Args& args) {
   int rounds = 1;
-  bool all = false, detach = false;
+  bool all = false, detach = false, retry = false, keep_going = false;
+  RunOptions opts;
   std::optional<int> jobs;
   std::optional<std::uint64_t> seed;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
@@ -189,10 +216,18 @@ int cmd_run(const Args& args) {
       seed = static_cast<std::uint64_t>(*n);
     } else if (args.rest[i] == "--all") {
       all = true;
+    } else if (args.rest[i] == "--retry") {
+      retry = true;
+    } else if (args.rest[i] == "--keep-going") {
+      keep_going = true;
+    } else if (args.rest[i] == "--dry-run") {
+      opts.dry_run = true;
     } else {
-      unknown_argument("run", args.rest[i], {"--rounds", "--seed", "--all", "--jobs", "--detach"});
+      unknown_argument("run", args.rest[i],
+                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run"});
     }
   }
+  opts.early_stop = !keep_going;
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
@@ -204,11 +239,21 @@ int cmd_run(const Args& args) {
                 "run `abtrack run --all` again for another round");
   if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
     throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs, ctx.plan.gpus.size()));
-  bool dirty = preflight(ctx);
-  recover_journal(ctx);
-  auto cells = all ? ctx.plan.cells() : pending_cells(ctx);
+  if (opts.dry_run && slurm)
+    throw Error(Exit::usage, "--dry-run is for the local executor; with executor: slurm every task's run is committed",
+                "`abtrack step --no-commit --cell ...` runs one cell here without committing");
+  bool dirty = false;
+  if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
+    dirty = preflight(ctx);
+    recover_journal(ctx);
+  }
+  std::size_t failed_left = 0;
+  auto cells = all ? ctx.plan.cells() : cells_to_run(ctx, true, retry, &failed_left);
   if (cells.empty()) {
-    info(args.global, fmt::format("every cell of {} has a run; nothing to do (--all runs every cell again)", ctx.plan.experiment));
+    info(args.global, fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)", ctx.plan.experiment,
+                                  failed_left == 0 ? ""
+                                  : failed_left == 1 ? " (1 whose latest run failed a gate: --retry runs it again)"
+                                                     : fmt::format(" ({} whose latest run failed a gate: --retry runs them again)", failed_left)));
     return 0;
   }
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
@@ -218,9 +263,9 @@ int cmd_run(const Args& args) {
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);
   if (parallel > 1 || !ctx.plan.gpus.empty())
-    run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, exit_code);
+    run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
   else
-    run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, exit_code);
+    run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, opts, exit_code);
   return exit_code;
 }
 

@@ -82,7 +82,13 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
   listed.reserve(entries.size());
   for (const auto& e : entries) {
     auto number = record::run_number_of(e.name);
-    if (!number) continue;
+    if (!number) {
+      // A dropped run's tombstone (`abtrack drop`: 0007.dropped) keeps its number taken.
+      if (std::string_view name(e.name); name.ends_with(".dropped"))
+        if (auto dropped = record::run_number_of(std::string(name.substr(0, name.size() - 8)) + ".json"))
+          out.last_run = std::max(out.last_run, *dropped);
+      continue;
+    }
     out.last_run = std::max(out.last_run, *number);
     auto h = ctx.cache->header(e.oid());
     if (!h) {

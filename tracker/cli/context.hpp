@@ -53,7 +53,7 @@ struct StepHistory {
   // it may join an older pool), in full, sorted by run number.
   std::vector<record::Record> records;
   std::size_t runs_left_out = 0;  // the experiment's other records (doc::RenderOptions::runs_left_out)
-  int last_run = 0;               // the highest run number among the record file names, 0 when none
+  int last_run = 0;               // the highest run number among the record and tombstone (.dropped) file names, 0 when none
   bool has_measurement = false;   // a record of the next run's measurement (its data.id) is in the tree
 };
 // Reads every record's header from the cache (parsing and caching the records that are new,

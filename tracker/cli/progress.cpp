@@ -3,11 +3,16 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include <fmt/format.h>
+
+#include "util/text.hpp"
 
 namespace abtrack::cli {
 namespace {
@@ -67,7 +72,7 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(const GlobalOptions& g, std::size_t total)
-    : m_quiet(g.quiet), m_tty(!g.quiet && ::isatty(STDERR_FILENO) == 1), m_total(total),
+    : m_quiet(g.quiet), m_tty(!g.quiet && !g.verbose && ::isatty(STDERR_FILENO) == 1), m_total(total),
       m_start(std::chrono::steady_clock::now()), m_cell_start(m_start) {
   // The elapsed time moves on while a long cell runs: redraw once a second.
   if (m_tty) m_ticker = std::thread([this] { tick(); });
@@ -152,11 +157,69 @@ void Progress::cell_measured() {
   clear_locked();
 }
 
-void Progress::print_result(const std::string& line, runner::Outcome outcome) {
+void Progress::print_result(const std::string& line, runner::Outcome outcome, const std::string& details) {
   std::lock_guard lock(m_mutex);
   clear_locked();
-  fmt::print("{}\n", coloured_result(line, outcome, colour_enabled(STDOUT_FILENO)));
+  fmt::print("{}\n{}", coloured_result(line, outcome, colour_enabled(STDOUT_FILENO)), details);
   std::fflush(stdout);
+}
+
+std::string stderr_excerpt(const record::Record& rec) {
+  constexpr std::size_t kLines = 5, kColumns = 160;
+  const auto& run = rec.data;
+  if (run.outcome != runner::Outcome::invalid) return {};
+  // The command that failed: the last invocation, or the setup when it kept the command from running.
+  const runner::Invocation* inv = !run.invocations.empty() ? &run.invocations.back() : run.setup ? &*run.setup : nullptr;
+  if (!inv) return {};
+  std::vector<std::string> lines;
+  for (auto raw : util::split(inv->stderr_tail, '\n')) {
+    // What a terminal shows of a line redrawn with carriage returns (progress bars): its last part.
+    std::string_view text(raw);
+    while (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (auto cr = text.rfind('\r'); cr != std::string_view::npos) text.remove_prefix(cr + 1);
+    std::string clean;
+    for (char c : text) clean += (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f ? '?' : c;
+    if (util::trim(clean).empty()) continue;
+    if (run.reason.find(std::string(util::trim(clean))) != std::string::npos) continue;  // quoted by the reason already
+    lines.push_back(fit(clean, kColumns));
+  }
+  if (lines.empty()) return {};
+  std::string out = lines.size() > kLines ? fmt::format("  stderr (last {} lines):\n", kLines) : "  stderr:\n";
+  for (std::size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i) out += "    " + lines[i] + "\n";
+  return out;
+}
+
+util::OutputFn output_echo(std::string prefix) {
+  static std::mutex mutex;  // whole writes: cells running side by side do not tear each other's lines
+  auto write = [](std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // stderr is gone: the output is still captured
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+  };
+  if (prefix.empty())
+    return [write](int, std::string_view bytes) {
+      std::lock_guard lock(mutex);
+      write(bytes);
+    };
+  auto pending = std::make_shared<std::array<std::string, 3>>();  // a partial line per stream
+  return [write, prefix = std::move(prefix), pending](int stream, std::string_view bytes) {
+    std::lock_guard lock(mutex);
+    std::string& part = (*pending)[stream == 1 ? 1 : 2];
+    part.append(bytes);
+    std::string out;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = part.find('\n', start)) != std::string::npos; start = nl + 1)
+      out += prefix + part.substr(start, nl + 1 - start);
+    part.erase(0, start);
+    if (bytes.empty() && !part.empty()) {  // the stream ended inside a line
+      out += prefix + part + "\n";
+      part.clear();
+    }
+    write(out);
+  };
 }
 
 }  // namespace abtrack::cli

@@ -1,6 +1,7 @@
 #pragma once
 // Progress of `step`/`run` on stderr: one line redrawn in place on a terminal (cell i/N,
-// repeat, elapsed, ETA from the cells done so far), plain lines otherwise, nothing with -q.
+// repeat, elapsed, ETA from the cells done so far), plain lines otherwise (and with -v, whose
+// streamed output would tear a redrawn line), nothing with -q.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -9,6 +10,7 @@
 
 #include "cli/context.hpp"
 #include "runner/run.hpp"
+#include "util/process.hpp"
 
 namespace abtrack::cli {
 
@@ -21,6 +23,17 @@ std::string coloured_result(const std::string& line, runner::Outcome outcome, bo
 
 // "0:07", "12:03", "1:02:03".
 std::string format_duration(double seconds);
+
+// What explains an invalid run: the last lines (at most 5, each cut to 160 characters) of the
+// stderr of the command that failed (the setup's when it failed), as the record keeps it, each
+// line indented under a "  stderr:" header, with a newline after each; lines the reason quotes
+// already are left out. "" for other runs, or when there is nothing to show.
+std::string stderr_excerpt(const record::Record& rec);
+
+// For -v: writes a command's output to abtrack's stderr as it arrives. With a `prefix`
+// ("[x=1] ", for cells running side by side) each line is written whole, after the prefix;
+// without one the bytes go through as they come.
+util::OutputFn output_echo(std::string prefix = {});
 
 class Progress {
  public:
@@ -37,8 +50,9 @@ class Progress {
   // The current cell is measured: its time counts for the ETA; the line is cleared so that
   // what follows (warnings, the result) prints cleanly.
   void cell_measured();
-  // Prints a run's result line on stdout (coloured on a terminal without NO_COLOR).
-  void print_result(const std::string& line, runner::Outcome outcome);
+  // Prints a run's result line on stdout (coloured on a terminal without NO_COLOR), and under
+  // it `details` (stderr_excerpt) as it is.
+  void print_result(const std::string& line, runner::Outcome outcome, const std::string& details = {});
 
   // The status text of the line: "[2/12] warps=4 batch=64  repeat 1/3  elapsed 0:12  ETA 1:05".
   std::string status_text() const;

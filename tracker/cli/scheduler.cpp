@@ -1,6 +1,7 @@
 #include "cli/scheduler.hpp"
 
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -9,8 +10,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commit_run.hpp"
+#include "cli/progress.hpp"
+#include "record/compare.hpp"
 #include "runner/slurm.hpp"
 #include "util/lock.hpp"
 #include "util/process.hpp"
@@ -19,23 +23,78 @@
 namespace abtrack::cli {
 namespace fs = std::filesystem;
 
-namespace {
+util::ProcessResult CommandExecutor::execute(const util::ProcessSpec& spec) {
+  if (m_gpu.empty() && !m_echo) return m_local.execute(spec);
+  util::ProcessSpec s = spec;
+  if (!m_gpu.empty()) s.env.emplace_back("CUDA_VISIBLE_DEVICES", m_gpu);
+  if (m_echo) s.echo = m_echo;
+  return m_local.execute(s);
+}
 
-// The local executor with the cell's GPU on top of the plan's env.
-class GpuExecutor final : public runner::Executor {
- public:
-  explicit GpuExecutor(std::string gpu) : m_gpu(std::move(gpu)) {}
-  util::ProcessResult execute(const util::ProcessSpec& spec) override {
-    if (m_gpu.empty()) return m_local.execute(spec);
-    util::ProcessSpec s = spec;
-    s.env.emplace_back("CUDA_VISIBLE_DEVICES", m_gpu);
-    return m_local.execute(s);
+std::optional<Error> EarlyStop::add(const record::Record& rec) {
+  if (m_done) return std::nullopt;
+  const auto status = [](const record::Record& r) -> std::optional<int> {
+    if (r.data.invocations.empty()) return std::nullopt;
+    return r.data.invocations.back().exit_code;
+  };
+  if (rec.data.outcome != runner::Outcome::invalid ||
+      (!m_first.empty() && rec.data.reason != m_first.front().data.reason && status(rec) != status(m_first.front()))) {
+    m_done = true;  // the run started otherwise: it goes on
+    return std::nullopt;
   }
+  m_first.push_back(rec);
+  const auto code = status(m_first.front());
+  const bool cannot_run = code && (*code == 126 || *code == 127) &&
+                          std::all_of(m_first.begin(), m_first.end(), [&](const record::Record& r) { return status(r) == code; });
+  const bool same_reason = std::all_of(m_first.begin(), m_first.end(),
+                                       [&](const record::Record& r) { return r.data.reason == m_first.front().data.reason; });
+  if (!(cannot_run && m_first.size() >= 2) && !(same_reason && m_first.size() >= 3)) {
+    if (!cannot_run && !same_reason) m_done = true;
+    return std::nullopt;
+  }
+  m_done = true;
+  std::string fix = cannot_run ? "is the program built, and its path right? (commands run from the repository root, or from workdir:)"
+                               : "fix the command (or the setup)";
+  return Error(Exit::run_failed,
+               fmt::format("stopped after the first {} runs, all invalid alike: {}", m_first.size(), m_first.back().data.reason),
+               fix + "; then `abtrack run` runs the cells whose latest run is invalid again; "
+                     "--keep-going runs every cell however the first ones end");
+}
 
- private:
-  runner::LocalExecutor m_local;
-  std::string m_gpu;
-};
+record::Record compared_with_head(const Context& ctx, record::Record draft) {
+  auto records = head_records(ctx);
+  draft.comparison.reset();
+  const auto& run = draft.data;
+  if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) && run.outcome == runner::Outcome::pass) {
+    auto cells = record::cells_with_runs(ctx.plan, records);
+    auto it = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
+    if (it != cells.end() && it->latest() && it->outcome() == runner::Outcome::pass)
+      draft.comparison = record::compare_with_baseline(ctx.plan, *it, run.samples);
+  }
+  return draft;
+}
+
+std::string dry_result_line(const plan::Plan& plan, const record::Record& rec) {
+  std::string line = result_line(plan, rec);
+  const std::string number = fmt::format("run {} ", rec.run);
+  if (line.starts_with(number)) line = "dry run " + line.substr(number.size());
+  return line;
+}
+
+std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
+  std::size_t n = 0;
+  try {
+    auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
+    for (const auto& c : record::cells_with_runs(ctx.plan, records))
+      if (c.cell == cell) n = c.runs.size();
+  } catch (const Error&) {
+    return ctx.plan.label(cell) + " keeps the runs it had";
+  }
+  if (n == 0) return ctx.plan.label(cell) + " is still pending";
+  return fmt::format("{} keeps its {} earlier run{}", ctx.plan.label(cell), n, n == 1 ? "" : "s");
+}
+
+namespace {
 
 // What a measuring thread hands back.
 struct Finished {
@@ -48,8 +107,8 @@ struct Finished {
 }  // namespace
 
 void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
-                  int jobs, bool dirty, int& worst_exit) {
-  runner::LocalExecutor setup_executor;
+                  int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
+  CommandExecutor setup_executor("", g.verbose ? output_echo("[setup] ") : util::OutputFn{});
   std::optional<runner::SetupResult> setup;
   if (!util::trim(ctx.plan.setup).empty()) {
     info(g, "setup: " + ctx.plan.setup);
@@ -76,6 +135,9 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
   bool stop = false;
   std::exception_ptr failure;
   std::optional<std::string> interrupted;
+  std::vector<std::size_t> stopped;  // cells an interrupt stopped
+  EarlyStop early;
+  std::optional<Error> stopped_early;
 
   auto commit_ready = [&](bool skip_gaps) {
     while (next_commit < cells.size()) {
@@ -86,11 +148,16 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         continue;
       }
       if (slot.draft) {
-        auto rec = commit_run(ctx, *slot.draft);
+        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : commit_run(ctx, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
-        fmt::print("{}\n", result_line(ctx.plan, rec));
+        fmt::print("{}\n{}", opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec), stderr_excerpt(rec));
         std::fflush(stdout);
         if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+        if (opts.early_stop && !stopped_early)
+          if (auto e = early.add(rec); e && next_dispatch < cells.size()) {
+            stopped_early = std::move(e);
+            stop = true;  // no further cell starts; the running ones end and are committed
+          }
       }
       slot.draft.reset();
       ++next_commit;
@@ -102,7 +169,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
       std::size_t i = next_dispatch++;
       const auto& [cell, sched] = cells[i];
       // The code identity is taken on this thread (libgit2), when the cell starts.
-      slots[i].code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+      if (!opts.dry_run) slots[i].code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
       std::string gpu;
       if (!free_gpus.empty()) {
         gpu = free_gpus.front();
@@ -115,7 +182,8 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         f.index = i;
         f.gpu = gpu;
         try {
-          GpuExecutor executor(gpu);
+          CommandExecutor executor(gpu, g.verbose ? output_echo(fmt::format("[{}] ", ctx.plan.label(cells[i].first)))
+                                                  : util::OutputFn{});
           auto run = runner::run_cell(ctx.plan, cells[i].first, executor, setup ? &*setup : nullptr);
           if (cells[i].second.rounds > 1) run.schedule = cells[i].second;
           if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
@@ -142,13 +210,14 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
     slot.done = true;
     if (f.run) {
       slot.draft = draft_record(ctx, *f.run, slot.code);
-      slot.journal = journal_run(ctx, *slot.draft);
+      if (!opts.dry_run) slot.journal = journal_run(ctx, *slot.draft);
     } else {
       stop = true;
       try {
         std::rethrow_exception(f.error);
       } catch (const Interrupted& e) {
         if (!interrupted) interrupted = e.diagnostics().front().message;
+        stopped.push_back(f.index);
       } catch (...) {
         if (!failure) failure = f.error;
       }
@@ -162,10 +231,15 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
   }
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-  commit_ready(true);  // after an interrupt: what finished is committed, the rest stays pending
+  commit_ready(true);  // after an interrupt: what finished is committed, the rest stays as it was
   if (interrupted) {
-    throw Error(Exit::interrupted, fmt::format("{}; the running cells were stopped and nothing was recorded for them", *interrupted));
+    std::sort(stopped.begin(), stopped.end());
+    std::vector<std::string> states;
+    for (std::size_t i : stopped) states.push_back(interrupted_cell_state(ctx, cells[i].first));
+    throw Error(Exit::interrupted, fmt::format("{}; the running cells were stopped and nothing was recorded for them{}{}", *interrupted,
+                                               states.empty() ? "" : ": ", fmt::join(states, ", ")));
   }
+  if (stopped_early) throw *stopped_early;
 }
 
 namespace {
@@ -223,7 +297,7 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
     auto rec = commit_run(ctx, draft);  // skips a measurement id already in the history
     runner::slurm::mark_committed(s, t.index);
     if (ctx.repo.head() != before) {
-      fmt::print("{}\n", result_line(ctx.plan, rec));
+      fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
       std::fflush(stdout);
       ++out.committed;
       out.any_bad |= rec.data.outcome != runner::Outcome::pass;
@@ -293,7 +367,7 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
       for (const auto& c : todo) {
         auto run = runner::run_cell(ctx.plan, c, executor, &setup);
         auto rec = journal_and_commit(ctx, draft_record(ctx, run, code_identity(ctx)));
-        fmt::print("{}\n", result_line(ctx.plan, rec));
+        fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
         worst = static_cast<int>(Exit::run_failed);
       }
       return worst;

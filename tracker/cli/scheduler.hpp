@@ -2,21 +2,67 @@
 // Scale-out for `run`: cells in parallel on this machine's GPUs, or as a Slurm job array.
 // Either way one committer, the calling thread, makes every commit: measuring threads and
 // Slurm tasks never touch libgit2, and history stays linear (docs/SCALING.md).
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "cli/context.hpp"
 #include "runner/run.hpp"
+#include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace abtrack::cli {
+
+// How `step` and `run` treat what they measure.
+struct RunOptions {
+  bool dry_run = false;     // print the result lines (compared with HEAD's records); commit and journal nothing
+  bool early_stop = false;  // stop when the first runs all fail the same way (EarlyStop); `run` without --keep-going
+};
+
+// The local executor, with a GPU (CUDA_VISIBLE_DEVICES on top of the plan's env) when `gpu` is
+// not empty, and the commands' output also given to `echo` (-v) when set.
+class CommandExecutor final : public runner::Executor {
+ public:
+  CommandExecutor(std::string gpu, util::OutputFn echo) : m_gpu(std::move(gpu)), m_echo(std::move(echo)) {}
+  util::ProcessResult execute(const util::ProcessSpec& spec) override;
+
+ private:
+  runner::LocalExecutor m_local;
+  std::string m_gpu;
+  util::OutputFn m_echo;
+};
+
+// Watches the first runs of a `run`, in schedule order: when the first 2 ended invalid with the
+// same exit status 126 or 127 (cannot execute, not found), or the first 3 invalid for one
+// identical reason, the rest would fail alike. add() returns that error (exit 1, with a hint
+// naming --keep-going) once, then nothing: a run that started otherwise is never stopped.
+class EarlyStop {
+ public:
+  std::optional<Error> add(const record::Record& rec);
+
+ private:
+  std::vector<record::Record> m_first;
+  bool m_done = false;
+};
+
+// For a dry run: `draft` compared with the baseline cell's pool among HEAD's records (as a
+// commit would compare it), and its result line ("dry run x=1: pass ...").
+record::Record compared_with_head(const Context& ctx, record::Record draft);
+std::string dry_result_line(const plan::Plan& plan, const record::Record& rec);
+
+// What became of a cell whose run was interrupted: "x=1 is still pending" or "x=1 keeps its 2
+// earlier runs", from HEAD's records.
+std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell);
 
 // Runs the cells with up to `jobs` at once, each running cell on its own GPU from plan.gpus
 // (CUDA_VISIBLE_DEVICES, recorded in the run's placement) when the plan lists GPUs. Runs the
 // setup first. Commits on this thread in schedule order, each run journaled as soon as it is
 // measured, so the records equal a serial run's apart from timings. SIGINT stops every running
-// process group; finished runs are committed, then Error(interrupted) is thrown.
+// process group; finished runs are committed, then Error(interrupted) is thrown. With
+// `opts.early_stop`, once EarlyStop fires no further cell starts; the running ones are
+// committed, then its error is thrown.
 void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
-                  int jobs, bool dirty, int& worst_exit);
+                  int jobs, bool dirty, const RunOptions& opts, int& worst_exit);
 
 // Submits the cells (those not already in an outstanding submission) as one job array.
 // Detached: prints the job id and returns 0. Attached: polls and commits each run as its

@@ -952,7 +952,14 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     }
     util::trace("blobs written");
     std::vector<std::string> folders;  // owns the paths of folder updates
-    put_in_large_folders(m_repo, view, updates, folders);
+    // A removal (rare: `abtrack drop`) leaves the folders to libgit2's tree builder.
+    if (change.removals.empty()) put_in_large_folders(m_repo, view, updates, folders);
+    for (const auto& path : change.removals) {
+      git_tree_update u{};
+      u.action = GIT_TREE_UPDATE_REMOVE;
+      u.path = path.c_str();
+      updates.push_back(u);
+    }
     git_oid tree_id;
     check_git(git_tree_create_updated(&tree_id, m_repo, old_tree.get(), updates.size(), updates.data()), "building the tree");
     util::trace("trees written");
@@ -1016,8 +1023,41 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
 
   util::trace("ref moved");
   sync_checkout(old_tree.get(), change.files, result.commit, result.kept_edits);
+  if (!change.removals.empty()) sync_removals(old_tree.get(), change.removals, result.kept_edits);
   clear_sync_marker();
   return result;
+}
+
+void Repository::sync_removals(git_tree* before_tree, const std::vector<std::string>& paths, std::vector<std::string>& kept_edits) const {
+  TreeView before(m_repo, before_tree, std::nullopt);
+  Index index;
+  check_git(git_repository_index(index.out(), m_repo), "opening the index");
+  for (int attempt = 1;; ++attempt) {
+    check_git(git_index_read(index.get(), 1), "reading the index");
+    for (const auto& path : paths) {
+      auto previous = before.read(path);
+      if (!previous) continue;
+      git_oid was{};
+      check_git(git_odb_hash(&was, previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
+      const git_index_entry* e = git_index_get_bypath(index.get(), path.c_str(), 0);
+      if (e && git_oid_equal(&e->id, &was)) check_git(git_index_remove(index.get(), path.c_str(), 0), "removing " + path + " from the index");
+    }
+    int rc = git_index_write(index.get());
+    if (rc == 0) break;
+    if (rc != GIT_ELOCKED || attempt >= 100)
+      check_git(rc, fmt::format("updating the index for the removal of {} (`git reset -- {}` re-syncs it)", fmt::join(paths, ", "),
+                                fmt::join(paths, " ")));
+    git_error_clear();
+    backoff(attempt);
+  }
+  for (const auto& path : paths) {
+    const fs::path file = m_workdir / path;
+    std::error_code ec;
+    auto previous = before.read(path);
+    if (!previous || !fs::is_regular_file(fs::symlink_status(file, ec))) continue;
+    if (util::read_file(file) == to_work_tree(path, *previous)) fs::remove(file, ec);
+    else kept_edits.push_back(path);
+  }
 }
 
 namespace {

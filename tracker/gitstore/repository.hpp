@@ -60,6 +60,7 @@ struct Change {
   std::string message;
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::pair<std::string, std::string>> refs;  // refs to point at ids once committed
+  std::vector<std::string> removals;  // files of the tip it removes (repo-relative paths)
 };
 
 struct Committed {
@@ -191,6 +192,10 @@ class Repository {
   // (appended to `kept_edits`).
   void sync_checkout(git_tree* before, const std::vector<std::pair<std::string, std::string>>& files,
                      const std::string& commit, std::vector<std::string>& kept_edits) const;
+  // The same for files a commit removed: a work-tree file still as in `before` is deleted (an
+  // edited one is the user's and is kept, in `kept_edits`), and an index entry still naming
+  // `before`'s blob goes (one the user staged stays).
+  void sync_removals(git_tree* before, const std::vector<std::string>& paths, std::vector<std::string>& kept_edits) const;
   // `content` as a checkout writes it at `path` (line-ending conversion and the other filters
   // .gitattributes and core.autocrlf ask for); itself when none applies.
   std::string to_work_tree(const std::string& path, const std::string& content) const;

@@ -84,10 +84,14 @@ std::map<std::string, std::vector<double>> CellRuns::pooled_samples() const {
 
 const Record* CellRuns::deciding() const {
   if (runs.empty()) return nullptr;
-  if (runs.back()->data.outcome == runner::Outcome::invalid) return runs.back();
-  for (const auto* r : pool())
+  // An invalid latest run measured nothing: the pool's valid runs (on the same code) decide,
+  // if it has any.
+  const Record* last_valid = nullptr;
+  for (const auto* r : pool()) {
     if (r->data.outcome == runner::Outcome::fail) return r;
-  return runs.back();
+    if (r->data.outcome == runner::Outcome::pass) last_valid = r;
+  }
+  return last_valid ? last_valid : runs.back();
 }
 
 runner::Outcome CellRuns::outcome() const { return deciding()->data.outcome; }

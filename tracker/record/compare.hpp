@@ -20,10 +20,13 @@ struct CellRuns {
   std::vector<const Record*> pool() const;
   // Each metric's samples pooled over the pool's runs that measured it (not invalid ones).
   std::map<std::string, std::vector<double>> pooled_samples() const;
-  // The cell's outcome over its pool: invalid when the latest run is, fail when any run of the
-  // pool failed a gate, else pass. Requires a run.
+  // The cell's outcome over its pool: fail when any run of the pool failed a gate, else pass when
+  // one passed, else invalid (every run of the pool is). An invalid latest run thus leaves the
+  // outcome, the pooled samples and the comparisons to the earlier valid runs on the same code.
+  // Requires a run.
   runner::Outcome outcome() const;
-  // The pool's run that decides the outcome (the first failing one, else the latest).
+  // The pool's run that decides the outcome (the first failing one, else the latest passing one,
+  // else the latest).
   const Record* deciding() const;
 };
 

@@ -57,17 +57,19 @@ struct Capture {
   }
 };
 
-// Reads what is available; returns false at EOF or on error.
-bool drain(int fd, Capture& cap) {
+// Reads what is available, handing it to `echo` (stream 1 or 2) too; returns false at EOF or on error.
+bool drain(int fd, Capture& cap, int stream, const OutputFn& echo) {
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
       cap.add(buf, static_cast<std::size_t>(n));
+      if (echo) echo(stream, std::string_view(buf, static_cast<std::size_t>(n)));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return true;
+    if (echo) echo(stream, {});
     return false;
   }
 }
@@ -224,8 +226,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
     if (n <= 0) continue;
     for (const auto& p : fds) {
       if (!p.revents) continue;
-      if (p.fd == out_r.get()) out_open = drain(p.fd, out);
-      else if (p.fd == err_r.get()) err_open = drain(p.fd, err);
+      if (p.fd == out_r.get()) out_open = drain(p.fd, out, 1, spec.echo);
+      else if (p.fd == err_r.get()) err_open = drain(p.fd, err, 2, spec.echo);
       else if (p.fd == g_wake_pipe[0]) {
         char buf[64];
         while (::read(p.fd, buf, sizeof buf) > 0) {

@@ -3,12 +3,18 @@
 // with a timeout that kills the whole group. posix_spawn + poll + pidfd, as ninja does.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace abtrack::util {
+
+// Receives a command's output as it is read: `stream` 1 (stdout) or 2 (stderr) and the bytes;
+// once more with no bytes when that stream has ended.
+using OutputFn = std::function<void(int stream, std::string_view bytes)>;
 
 struct ProcessSpec {
   std::string shell_command;                                    // run as /bin/sh -c COMMAND
@@ -17,6 +23,7 @@ struct ProcessSpec {
   double timeout_s = 600;                                       // <= 0: no timeout
   double kill_grace_s = 2;                                      // TERM, then KILL after this
   std::size_t capture_limit = 16u << 20;                        // keep at most the last N bytes
+  OutputFn echo;                                                // also given the output as it arrives (-v)
 };
 
 struct ProcessResult {
