@@ -100,6 +100,13 @@ const std::vector<Command>& commands() {
        "commits the cancelled tasks as invalid runs (\"slurm task J_I was cancelled\") once Slurm has\n"
        "ended them; finished tasks are committed with their results.",
        cmd_cancel},
+      {"clean", "clean [--keep N]", "remove the code trees of revisions the plan no longer names",
+       "A plan with revisions: writes each code tree it measures under .git/abtrack/trees/<tree>/ and\n"
+       "builds it there (the build is cached by the tree and the build command). clean removes those\n"
+       "trees, their builds and build logs, except the trees the plan's revisions name now and the N most\n"
+       "recently used (--keep, default 8), so a long bisect does not fill the disk. The work tree, the\n"
+       "index and the history are not touched.",
+       cmd_clean},
       {"__task", "__task DIR INDEX", "(internal) run one Slurm task on its node",
        "Run by the job script abtrack submits: runs task INDEX of DIR/manifest.json and writes\n"
        "DIR/result-INDEX.json.",

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/commit_run.hpp"
 #include "cli/progress.hpp"
+#include "cli/revision_run.hpp"
 #include "cli/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
@@ -162,6 +163,13 @@ int cmd_step(const Args& args) {
     dirty = preflight(ctx);
     recover_journal(ctx);
   }
+  if (!ctx.plan.revisions.empty() && !record_file && metric_specs.empty()) {
+    if (opts.dry_run) throw Error(Exit::usage, "--no-commit does not apply to a plan with revisions:");
+    RevisionRunOptions revision_opts;
+    revision_opts.only = cell;
+    revision_opts.step = true;
+    return run_revisions(ctx, args.global, revision_opts);
+  }
   if (!cell) {
     auto pending = cells_to_run(ctx, false, false);
     if (pending.empty()) {
@@ -193,6 +201,8 @@ int cmd_step(const Args& args) {
 
 int cmd_run(const Args& args) {
   int rounds = 1;
+  bool rounds_given = false;
+  std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
   bool all = false, detach = false, retry = false, keep_going = false;
   RunOptions opts;
   std::optional<int> jobs;
@@ -210,6 +220,9 @@ int cmd_run(const Args& args) {
       if (!n || *n < 1 || *n > 10000 || std::floor(*n) != *n)
         throw Error(Exit::usage, fmt::format("--rounds must be a whole number from 1 to 10000, not '{}'", *v));
       rounds = static_cast<int>(*n);
+      rounds_given = true;
+    } else if (auto vr = take_value(args.rest, i, "--rev")) {
+      rev_specs.push_back(*vr);
     } else if (auto v2 = take_value(args.rest, i, "--seed")) {
       auto n = util::parse_double(*v2);
       if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15) throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
@@ -224,12 +237,23 @@ int cmd_run(const Args& args) {
       opts.dry_run = true;
     } else {
       unknown_argument("run", args.rest[i],
-                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run"});
+                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run", "--rev"});
     }
   }
   opts.early_stop = !keep_going;
   util::install_interrupt_handlers();
   Context ctx = open_context(args.global);
+  RevisionRunOptions revision_opts;
+  for (const auto& s : rev_specs) add_revision_override(ctx.plan, s, revision_opts.overrides);
+  if (!ctx.plan.revisions.empty()) {
+    if (opts.dry_run || detach || jobs) throw Error(Exit::usage, "--dry-run, --detach and --jobs do not apply to a plan with revisions:");
+    revision_opts.rounds = rounds_given ? rounds : 0;
+    revision_opts.seed = seed;
+    revision_opts.all = all;
+    preflight(ctx);
+    recover_journal(ctx);
+    return run_revisions(ctx, args.global, revision_opts);
+  }
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
   if (detach && !slurm)
     throw Error(Exit::usage, "--detach needs executor: slurm in the plan", "without Slurm, `abtrack run` runs the cells here and waits");

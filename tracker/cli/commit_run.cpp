@@ -46,14 +46,14 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
 
 // The plan's artifacts for a cell, hashed as they are now. A missing or unreadable file (or a
 // path an axis value leads outside the repository) is recorded without a hash.
-std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell) {
+std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell, const std::filesystem::path& root) {
   std::vector<record::Artifact> out;
   for (const auto& tpl : ctx.plan.artifacts) {
     record::Artifact a;
     a.path = std::filesystem::path(plan::substitute(ctx.plan, cell, tpl, false)).lexically_normal().generic_string();
     bool inside = !a.path.empty() && a.path != ".." && !a.path.starts_with("../") && !a.path.starts_with("/");
     std::error_code ec;
-    auto file = ctx.repo.workdir() / a.path;
+    auto file = root / a.path;
     if (inside && std::filesystem::is_regular_file(file, ec)) {
       try {
         std::string bytes = util::read_file(file);
@@ -168,7 +168,7 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
   return line;
 }
 
-record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code) {
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code, const std::filesystem::path* root) {
   const runner::Environment& env = runner::environment();
   record::Record rec;
   rec.experiment = ctx.plan.experiment;
@@ -180,7 +180,7 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
-  rec.artifacts = hash_artifacts(ctx, run.cell);
+  rec.artifacts = hash_artifacts(ctx, run.cell, root ? *root : ctx.repo.workdir());
   rec.doc = ctx.plan.doc;
   if (run.source == "command") note_outputs(ctx, &run.cell);
   return rec;

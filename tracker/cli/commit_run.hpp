@@ -16,8 +16,10 @@ namespace abtrack::cli {
 bool preflight(const Context& ctx);
 
 
-// The record of a measured run before it has a number (run 0): what the journal keeps.
-record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code);
+// The record of a measured run before it has a number (run 0): what the journal keeps. `root`:
+// where the run's artifacts are (a revision's code tree); default: the work tree.
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code,
+                            const std::filesystem::path* root = nullptr);
 
 // Commits a draft as the next run of the experiment: the record and the re-rendered document,
 // one commit, with the trailers of the contract. Returns the committed record.

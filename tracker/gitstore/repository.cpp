@@ -794,6 +794,80 @@ std::string Repository::tree_without(const std::optional<std::string>& commit, c
   return hex(id);
 }
 
+std::optional<std::string> Repository::resolve(const std::string& spec) const {
+  git_object* obj = nullptr;
+  if (spec.empty() || git_revparse_single(&obj, m_repo, spec.c_str()) != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  git_object* commit = nullptr;
+  int rc = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
+  git_object_free(obj);
+  if (rc != 0) {
+    git_error_clear();
+    return std::nullopt;
+  }
+  std::string out = hex(*git_object_id(commit));
+  git_object_free(commit);
+  return out;
+}
+
+std::optional<std::vector<std::string>> Repository::first_parent_path(const std::string& good, const std::string& bad) const {
+  const git_oid stop = parse_oid(good);
+  std::vector<std::string> out;
+  git_oid at = parse_oid(bad);
+  while (!git_oid_equal(&at, &stop)) {
+    Commit c;
+    check_git(git_commit_lookup(c.out(), m_repo, &at), "reading " + hex(at));
+    out.push_back(hex(at));
+    if (git_commit_parentcount(c.get()) == 0) return std::nullopt;
+    at = *git_commit_parent_id(c.get(), 0);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string Repository::subject(const std::string& commit) const {
+  git_oid id;
+  Commit c;
+  if (git_oid_fromstr(&id, commit.c_str()) != 0 || git_commit_lookup(c.out(), m_repo, &id) != 0) {
+    git_error_clear();
+    return {};
+  }
+  const char* s = git_commit_summary(c.get());
+  return s ? s : "";
+}
+
+void Repository::materialise(const std::string& tree_id, const fs::path& dir) const {
+  git_oid id = parse_oid(tree_id);
+  Tree tree;
+  check_git(git_tree_lookup(tree.out(), m_repo, &id), "reading the tree " + tree_id);
+  fs::create_directories(dir.parent_path());
+  const fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", dir.filename().string(), ::getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  // Against an empty index as the baseline, every file of the tree is created; the repository's
+  // own index is neither read for it nor written.
+  Index empty;
+  check_git(git_index_new(empty.out()), "making an empty index");
+  git_checkout_options opts = GIT_CHECKOUT_OPTIONS_INIT;
+  opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX | GIT_CHECKOUT_DONT_WRITE_INDEX;
+  const std::string target = partial.string();
+  opts.target_directory = target.c_str();
+  opts.baseline_index = empty.get();
+  if (int rc = git_checkout_tree(m_repo, reinterpret_cast<const git_object*>(tree.get()), &opts); rc < 0) {
+    std::string why = last_git_message();
+    fs::remove_all(partial, ec);
+    throw Error(Exit::environment, fmt::format("writing the tree {} into {}: {}", tree_id.substr(0, 12), dir.string(), why));
+  }
+  fs::rename(partial, dir, ec);
+  if (ec) {
+    fs::remove_all(partial, ec);
+    // Another abtrack made it meanwhile: theirs is as good as ours.
+    if (!fs::is_directory(dir)) throw Error(Exit::environment, fmt::format("cannot create {}", dir.string()));
+  }
+}
+
 std::string Repository::snapshot(const std::string& message, const std::optional<std::string>& parent,
                                  const PathSet& keep) const {
   // A second handle, so the index we fill is never the one the user's git sees; it is never

@@ -162,6 +162,19 @@ class Repository {
   // tree does not have are passed over). Two commits that differ only in data have one identity.
   // Writes the (few, small) trees it makes to the object database. Throws Error(environment).
   std::string tree_without(const std::optional<std::string>& commit, const std::vector<std::string>& data) const;
+  // The commit `spec` names (a branch, tag, commit id or prefix, HEAD~3, origin/main, ...), as
+  // 40 hex digits; nullopt when it names no commit.
+  std::optional<std::string> resolve(const std::string& spec) const;
+  // The first-parent history from `bad` back to (not including) `good`, oldest first; nullopt
+  // when `good` is not a first-parent ancestor of `bad`. Throws Error(environment).
+  std::optional<std::vector<std::string>> first_parent_path(const std::string& good, const std::string& bad) const;
+  // The subject line of a commit ("" when unknown).
+  std::string subject(const std::string& commit) const;
+  // Writes the files of the tree `tree_id` into `dir`, which must not exist yet, as a checkout
+  // writes them (filters, executable bits, symbolic links), through a folder beside it renamed
+  // into place: `dir` is complete or absent. The index, work tree and refs are not touched.
+  // Throws Error(environment).
+  void materialise(const std::string& tree_id, const std::filesystem::path& dir) const;
   // HEAD's commit with its trailers, nullopt on an unborn branch.
   std::optional<HistoryEntry> head_entry() const;
 

@@ -20,7 +20,7 @@ const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
-    "jobs",       "gpus",    "executor", "slurm"};
+    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
                                               "name", "state", "scale",  "better", "unit"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
@@ -166,8 +166,23 @@ class Loader {
       else if (v) plan.min_effect_pct = *v;
     }
 
+    if (auto n = get("revisions")) load_revisions(*n, plan);
+    if (auto n = get("build")) plan.build = scalar(*n, "build").value_or("");
+    if (auto n = get("build_timeout")) {
+      if (auto v = number(*n, "build_timeout"); v && !(*v > 0 && std::isfinite(*v)))
+        error(at(n->Mark()), fmt::format("build_timeout must be a positive number of seconds, not {}", n->Scalar()));
+      else if (v) plan.build_timeout_s = *v;
+    }
+    if (auto n = get("rounds")) {
+      if (auto v = number(*n, "rounds"); v && !(*v >= 1 && *v <= 10000 && std::floor(*v) == *v))
+        error(at(n->Mark()), fmt::format("rounds must be a whole number from 1 to 10000, not {}", n->Scalar()));
+      else if (v) plan.rounds = static_cast<int>(*v);
+    }
+    // Without revisions a build runs in the work tree before the cells, as a setup does.
+    if (plan.revisions.empty() && !util::trim(plan.build).empty())
+      plan.setup = util::trim(plan.setup).empty() ? plan.build : plan.build + " && " + plan.setup;
     if (auto n = get("axes")) load_axes(*n, plan);
-    else missing("axes", "list what is varied, e.g. axes: {warps: [4, 8]}");
+    else if (plan.revisions.empty()) missing("axes", "list what is varied, e.g. axes: {warps: [4, 8]}");
     if (auto n = get("metrics")) load_metrics(*n, plan);
     else missing("metrics", "say how to read results, e.g. metrics: {time_us: {json: median_us}}");
     if (auto n = get("exclude")) {
@@ -468,6 +483,33 @@ class Loader {
     }
   }
 
+  // `revisions: {name: revision}`: the `rev` axis, first.
+  void load_revisions(const YAML::Node& n, Plan& plan) {
+    if (!n.IsMap() || n.size() == 0) {
+      error(at(n.Mark()), "revisions must be a mapping of names to git revisions",
+            "e.g. revisions: {base: main, mine: WORKTREE}");
+      return;
+    }
+    Axis axis{std::string(kRevAxis), {}, at(n.Mark())};
+    for (auto& [k, v] : ordered(n, "revision")) {
+      const std::string name = k.Scalar();
+      if (!util::is_identifier(name)) {
+        error(at(k.Mark()), fmt::format("revision name '{}' must be a letter or '_' followed by letters, digits or '_'", name),
+              "the name is the value of the rev axis (rev=base); the revision it names goes on the right: base: origin/main");
+        continue;
+      }
+      auto spec = scalar(v, "revision");
+      if (!spec) continue;
+      if (util::trim(*spec).empty() || has_control(*spec, true) || spec->find_first_of(" \t\n") != std::string::npos) {
+        error(at(v.Mark()), fmt::format("revision '{}' must name one git revision (a branch, tag, commit or HEAD~3) or WORKTREE", name));
+        continue;
+      }
+      plan.revisions.emplace_back(name, *spec);
+      axis.values.push_back(name);
+    }
+    if (!axis.values.empty()) plan.axes.push_back(std::move(axis));
+  }
+
   void load_axes(const YAML::Node& n, Plan& plan) {
     if (!n.IsMap() || n.size() == 0) {
       error(at(n.Mark()), "axes must be a non-empty mapping of axis names to lists of values",
@@ -476,6 +518,11 @@ class Loader {
     }
     for (auto& [k, v] : ordered(n, "axis")) {
       Axis axis{k.Scalar(), {}, at(k.Mark())};
+      if (!plan.revisions.empty() && axis.name == kRevAxis) {
+        error(at(k.Mark()), "the plan has revisions:, which make the rev axis; an axis cannot be called rev too",
+              "name this axis otherwise, or list the code versions under revisions:");
+        continue;
+      }
       if (!util::is_identifier(axis.name)) {
         error(at(k.Mark()), fmt::format("axis name '{}' must be a letter or '_' followed by letters, digits or '_'", axis.name));
         continue;

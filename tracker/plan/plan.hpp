@@ -84,6 +84,8 @@ struct SlurmOptions {
 // The top-level folder of every experiment's records (runs/<experiment>/): data, not code, so
 // it never makes the work tree dirty and stays out of snapshots.
 inline constexpr std::string_view kRunsFolder = "runs";
+// The axis `revisions:` makes.
+inline constexpr std::string_view kRevAxis = "rev";
 
 struct Plan {
   std::filesystem::path file;       // absolute path of the plan file
@@ -101,6 +103,12 @@ struct Plan {
   std::optional<Assignment> baseline;
   std::string setup;
   std::string command;
+  // `revisions:` name -> git revision (or WORKTREE), plan order: the values of the `rev` axis,
+  // which is then the first axis. Empty: the plan measures the work tree as it is.
+  std::vector<std::pair<std::string, std::string>> revisions;
+  std::string build;               // `build:` run once per code tree (with revisions), else like setup
+  double build_timeout_s = 3600;   // `build_timeout:`
+  int rounds = 0;                  // `rounds:` for `run`; 0: not given (1, or 10 with revisions)
   std::vector<std::pair<std::string, std::string>> env;
   std::string workdir;  // repo-relative; empty: the repository root
   double timeout_s = 600;

@@ -20,7 +20,7 @@ namespace {
 //    truncates it in place any more (a process that truncated a file another one maps would
 //    crash that one with SIGBUS): versions up to 4 remove a file of another version instead,
 //    which a mapping survives.
-// 6: the code's content identity (Code::tree) in the header.
+// 6: the code's content identity (Code::tree) in the header, the schedule in the body.
 constexpr std::string_view kMagic = "abtrack-record-cache 6\n";
 
 class Writer {
@@ -133,6 +133,15 @@ std::string encode_frame(std::string_view oid, const Record& r) {
     w.str(a.sha256);
     w.pod<std::uint64_t>(a.bytes);
   }
+  // The schedule pairs a cell's runs with its baseline's, round by round.
+  w.pod<std::uint8_t>(r.data.schedule.has_value());
+  if (const auto* s = r.data.schedule ? &*r.data.schedule : nullptr) {
+    w.pod<std::int32_t>(s->round);
+    w.pod<std::int32_t>(s->rounds);
+    w.pod<std::uint64_t>(s->seed);
+    w.pod<std::int32_t>(s->position);
+    w.str(s->batch);
+  }
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -240,6 +249,15 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     a.sha256 = in.str();
     a.bytes = in.pod<std::uint64_t>();
     r.artifacts.push_back(std::move(a));
+  }
+  if (in.pod<std::uint8_t>()) {
+    runner::Schedule s;
+    s.round = in.pod<std::int32_t>();
+    s.rounds = in.pod<std::int32_t>();
+    s.seed = in.pod<std::uint64_t>();
+    s.position = in.pod<std::int32_t>();
+    s.batch = in.str();
+    r.data.schedule = std::move(s);
   }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
   return oid;

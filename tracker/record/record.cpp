@@ -277,7 +277,8 @@ std::string to_json(const Record& r) {
           {"schedule", r.data.schedule ? ojson{{"round", r.data.schedule->round},
                                                 {"rounds", r.data.schedule->rounds},
                                                 {"seed", r.data.schedule->seed},
-                                                {"position", r.data.schedule->position}}
+                                                {"position", r.data.schedule->position},
+                                                {"batch", r.data.schedule->batch.empty() ? ojson(nullptr) : ojson(r.data.schedule->batch)}}
                                        : ojson(nullptr)},
           {"placement", r.data.placement ? placement_json(*r.data.placement) : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
@@ -331,7 +332,8 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (j.contains("schedule") && j["schedule"].is_object()) {
       const auto& sj = j["schedule"];
       r.data.schedule = runner::Schedule{sj.value("round", 1), sj.value("rounds", 1), sj.value("seed", std::uint64_t{0}),
-                                         sj.value("position", 1)};
+                                         sj.value("position", 1),
+                                         sj.contains("batch") && sj["batch"].is_string() ? sj["batch"].get<std::string>() : ""};
     }
     if (j.contains("placement") && j["placement"].is_object()) {
       const auto& pj = j["placement"];

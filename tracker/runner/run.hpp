@@ -48,6 +48,9 @@ struct Schedule {
   int rounds = 1;
   std::uint64_t seed = 0;   // the shuffle's seed; the same seed gives the same order
   int position = 1;         // 1-based place in the whole schedule
+  // The invocation that ran it (16 hex digits, drawn per `run`): runs of one batch and round
+  // were measured side by side, so a cell and its baseline pair by round. Empty: not interleaved.
+  std::string batch;
 };
 
 // Where a run was measured, when it matters: a GPU handed out by `gpus:`, or a Slurm task.

@@ -1,0 +1,41 @@
+// `abtrack clean`: remove the code trees of revisions (.git/abtrack/trees/) the plan no longer
+// names, keeping the most recently used.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cli/code_identity.hpp"
+#include "cli/commands.hpp"
+#include "cli/revisions.hpp"
+#include "util/text.hpp"
+
+namespace abtrack::cli {
+
+int cmd_clean(const Args& args) {
+  int keep = 8;
+  for (std::size_t i = 0; i < args.rest.size(); ++i) {
+    if (auto v = take_value(args.rest, i, "--keep")) {
+      auto n = util::parse_double(*v);
+      if (!n || *n < 0 || *n > 100000 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--keep must be a whole number from 0, not '{}'", *v));
+      keep = static_cast<int>(*n);
+    } else {
+      unknown_argument("clean", args.rest[i], {"--keep"});
+    }
+  }
+  Context ctx = open_context(args.global);
+  // The trees the plan's revisions name now are kept whatever --keep says (the work tree's
+  // changes are not snapshot for this: its newest tree is among the most recently used).
+  std::vector<std::string> named;
+  const auto data = data_paths(ctx);
+  for (const auto& [name, spec] : ctx.plan.revisions)
+    if (spec != kWorktree)
+      if (auto commit = ctx.repo.resolve(spec)) named.push_back(ctx.repo.tree_without(*commit, data));
+  auto removed = clean_trees(ctx, named, keep);
+  for (const auto& p : removed) fmt::print("removed {}\n", p.lexically_relative(ctx.repo.workdir()).generic_string());
+  info(args.global, fmt::format("removed {} code tree{}; kept those the plan names and the {} most recently used", removed.size(),
+                                removed.size() == 1 ? "" : "s", keep));
+  return 0;
+}
+
+}  // namespace abtrack::cli

@@ -1,0 +1,33 @@
+#pragma once
+// `run` and `step` for a plan with `revisions:`: the revisions of each cell measured back to
+// back, round after round, in an order that alternates between rounds, so drift on the machine
+// falls on every revision alike and a cell pairs with its baseline round by round.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "cli/revisions.hpp"
+
+namespace abtrack::cli {
+
+struct RevisionRunOptions {
+  std::map<std::string, std::string> overrides;  // --rev NAME=REVISION
+  int rounds = 0;                                // 0: the plan's `rounds:`, else 10
+  std::optional<std::uint64_t> seed;             // shuffles the order of the groups in each round
+  bool all = false;                              // every cell, not only those without a run on their code
+  std::optional<plan::Cell> only;                // `step --cell`: this cell alone, once
+  bool step = false;                             // `step`: one run of the first cell without one
+};
+
+// The groups of cells measured together: the cells that differ only in `rev`, in plan order.
+std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan);
+
+// Resolves, writes and builds the revisions, then measures: every group that has a cell without
+// a run on its revision's current code (or every group, with `all`), `rounds` rounds, one commit
+// per run. Returns the exit code (1 when a run failed or was invalid).
+int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts);
+
+}  // namespace abtrack::cli
