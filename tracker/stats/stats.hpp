@@ -7,6 +7,7 @@
 #include "stats/linear_fit.hpp"      // IWYU pragma: export
 #include "stats/mann_whitney.hpp"    // IWYU pragma: export
 #include "stats/normal.hpp"          // IWYU pragma: export
+#include "stats/paired.hpp"          // IWYU pragma: export
 #include "stats/prediction.hpp"      // IWYU pragma: export
 #include "stats/quantile.hpp"        // IWYU pragma: export
 #include "stats/samples.hpp"         // IWYU pragma: export
