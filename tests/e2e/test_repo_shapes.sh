@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Repository shapes: an unborn branch (init makes the root commit; step without init), a
-# detached HEAD (step moves HEAD, no branch moves), running from a subdirectory with -p and
-# with a plan in the current directory.
+# detached HEAD (step moves HEAD, no branch moves), running from a subdirectory with -p, with a
+# plan in the current directory, and with the nearest plan above it.
 source "$(dirname "$0")/lib.sh"
 
 write_plan() {  # write_plan FILE DOC
@@ -111,8 +111,10 @@ expect_rc 0 ab log --all
 expect_contains "$OUT" "sub-exp"
 expect_contains "$OUT" "shapes" "log --all lists both experiments"
 cd "$REPO/sub"
-expect_rc 2 ab status
-expect_contains "$ERR" "abtrack.yaml" "without a plan in the current directory the error names abtrack.yaml"
+expect_rc 0 ab status
+expect_contains "$OUT" "pending" "without a plan in the current directory, the nearest one above it (the root's) is used"
+expect_rc 0 ab log
+expect_not_contains "$OUT" "sub-exp" "the root's plan, not the sibling folder's"
 expect_clean
 expect_fsck
 

@@ -98,7 +98,14 @@ TEST_CASE("the baseline cell keeps the cell's values on the other axes") {
 
 TEST_CASE("--cell parsing names the problem") {
   auto p = parse(kGood);
-  CHECK_THROWS_WITH_AS(p.parse_cell("warp=8,stages=2,batch=64"), "--cell: unknown axis 'warp', did you mean 'warps'?", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warp=8,stages=2,batch=64"),
+                       "--cell: unknown axis 'warp', did you mean 'warps'?\n"
+                       "  hint: the axes are: warps, stages, batch; e.g. --cell warps=4,stages=2,batch=16",
+                       Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("8,stages=2,batch=64"),
+                       "--cell: '8' is not axis=value\n  hint: '8' is a value of axis 'warps': write warps=8; "
+                       "e.g. --cell warps=4,stages=2,batch=16",
+                       Error);
   CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=2"), "--cell: no value for axis 'batch'\n  hint: name every axis, e.g. --cell warps=4,stages=2,batch=16", Error);
   CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=3,batch=64"), "--cell: cell warps=8 stages=3 batch=64 is excluded by the plan", Error);
   CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,warps=4,stages=2,batch=64"), "--cell: axis 'warps' is named twice\n  hint: name each axis once", Error);
@@ -156,7 +163,8 @@ TEST_CASE("duplicate keys, wrong types, syntax errors") {
   auto types = errors_of("experiment: e\ndoc: d.md\naxes: {a: 1}\ncommand: [x]\nmetrics: {t: {json: t}}\nrepeats: 1.5\n");
   REQUIRE(types.size() == 3);
   CHECK(types[0] == "abtrack.yaml:3:11: axis 'a' must be a list of values, e.g. a: [4, 8]");
-  CHECK(types[1] == "abtrack.yaml:4:10: command must be a single value, not a list");
+  CHECK(types[1] == "abtrack.yaml:4:10: command must be a single value, not a list\n  hint: an unquoted value that starts with "
+                    "'{' or '[' is a YAML mapping or list: quote the whole value to give it as text, e.g. command: \"{codec} < in\"");
   CHECK(types[2] == "abtrack.yaml:6:10: repeats must be a whole number from 1 to 100000, not 1.5");
   auto syntax = errors_of("experiment: e\n  doc: [\n");
   REQUIRE(syntax.size() == 1);
@@ -235,4 +243,76 @@ TEST_CASE("alpha and min_effect") {
   CHECK(p.min_effect_pct == 1);
   auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 2\n");
   CHECK(errs[0] == "abtrack.yaml:6:8: alpha must be between 0 and 1 (e.g. 0.05), not 2");
+}
+
+TEST_CASE("{axis...} splits the value into shell-quoted words") {
+  auto p = parse("experiment: e\ndoc: d.md\naxes: {c: ['gzip -6', ' x;  rm -rf ~ ', '']}\n"
+                 "command: '{c...} < in; echo {c}'\nmetrics: {t: {json: t}}\n");
+  auto cells = p.cells();
+  CHECK(plan::substitute(p, cells[0], p.command, true) == "'gzip' '-6' < in; echo 'gzip -6'");
+  CHECK(plan::substitute(p, cells[1], p.command, true) == "'x;' 'rm' '-rf' '~' < in; echo ' x;  rm -rf ~ '");
+  CHECK(plan::substitute(p, cells[2], p.command, true) == " < in; echo ''");
+  CHECK(plan::substitute(p, cells[0], "{c...}/{c}", false) == "gzip -6/gzip -6");
+  CHECK(plan::substitute(p, cells[0], "{d...} {c..} {c....}", true) == "{d...} {c..} {c....}");
+  CHECK(p.warnings.empty());
+}
+
+TEST_CASE("a multi-word value first in a command is a warning that suggests {axis...}") {
+  auto warnings = [](const std::string& command) {
+    auto p = parse("experiment: e\ndoc: d.md\naxes: {c: [gzip, 'gzip -6'], n: [1]}\ncommand: '" + command +
+                   "'\nmetrics: {t: {json: t}}\n");
+    std::vector<std::string> out;
+    for (const auto& w : p.warnings) out.push_back(format_diagnostic(w));
+    return out;
+  };
+  auto w = warnings("{c} < in");
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] == "abtrack.yaml:4:10: command puts {c} first in a command, and its value 'gzip -6' has a blank: it is one "
+                "shell-quoted word, so the shell looks for a program named 'gzip -6'\n"
+                "  hint: write {c...} to split the value into words (each still shell-quoted)");
+  for (const char* first : {"cat in | {c}", "cd x; {c} < in", "true && {c}", "false || {c}", "( {c} )", "x=$({c})", "{c} | {c}"})
+    CHECK_MESSAGE(warnings(first).size() == 1, first);
+  for (const char* other : {"{c...} < in", "echo {c}", "{n} {c}", "\"{c}\" < in", "hyperfine {c}"})
+    CHECK_MESSAGE(warnings(other).empty(), other);
+  CHECK(warnings("{cc...}").at(0).find("command has '{cc...}', which is not an axis and is left as it is; did you mean '{c...}'?") !=
+        std::string::npos);
+}
+
+TEST_CASE("{axis} in name:/state: is replaced per cell, regex-escaped") {
+  auto p = parse("experiment: e\ndoc: d.md\naxes: {n: [64, '1.5', 'a+b']}\ncommand: x\n"
+                 "metrics:\n  t: {gbench: real_time, name: '^BM/{n}$'}\n  u: {nvbench: tag, state: 'N={n...} '}\n"
+                 "  v: {json: t, file: 'o-{n}.json'}\n");
+  auto cells = p.cells();
+  CHECK(plan::metrics_for(p, cells[0])[0].filter == "^BM/64$");
+  CHECK(plan::metrics_for(p, cells[1])[0].filter == "^BM/1\\.5$");
+  CHECK(plan::metrics_for(p, cells[2])[0].filter == "^BM/a\\+b$");
+  CHECK(plan::metrics_for(p, cells[2])[1].filter == "N=a\\+b ");
+  CHECK(plan::metrics_for(p, cells[2])[2].file == "o-{n}.json");
+  CHECK(p.metrics[0].filter == "^BM/{n}$");
+  CHECK(plan::substitute_regex(p, cells[0], "\\^$.|?*+()[]{}/{n}") == "\\^$.|?*+()[]{}/64");
+  CHECK(plan::substitute_regex(p, cells[2], "{n}") == "a\\+b");
+
+  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {size: [1]}\ncommand: x\n"
+                        "metrics: {t: {gbench: real_time, name: '^BM/{sise}$'}}\n");
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("abtrack.yaml:5:40: the name regex of metric 't' does not compile") == 0);
+  CHECK(errs[0].find("hint: '{sise}' is not an axis, did you mean '{size}'? {axis} is replaced by the cell's value") !=
+        std::string::npos);
+}
+
+TEST_CASE("a YAML syntax error in an unquoted value gets a hint to quote it") {
+  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: echo '{\"t\": 1}'\nmetrics: {t: {json: t}}\n");
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("abtrack.yaml:4:") == 0);
+  CHECK(errs[0].find("invalid YAML: ") != std::string::npos);
+  CHECK(errs[0].find("\n  hint: the value of 'command' holds ': ', '{' or '[', which YAML reads as structure: quote the whole "
+                     "value, e.g. command: \"echo '{\\\"t\\\": 1}'\" (or in single quotes, each ' doubled), or write it as a "
+                     "block scalar: command: | and the value on the next line, indented") != std::string::npos);
+  // The quoted value the hint gives loads.
+  CHECK(parse("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: \"echo '{\\\"t\\\": 1}'\"\nmetrics: {t: {json: t}}\n").command ==
+        "echo '{\"t\": 1}'");
+  // A broken flow mapping is not a value to quote.
+  auto flow = errors_of("experiment: e\ndoc: d.md\naxes: {n: [1, 2}\ncommand: x\nmetrics: {t: {json: t}}\n");
+  REQUIRE(flow.size() == 1);
+  CHECK(flow[0].find("hint:") == std::string::npos);
 }

@@ -159,7 +159,8 @@ int cmd_help(const Args& args) {
     if (!c.name.starts_with("__")) fmt::print("  {:<9} {}\n", c.name, c.summary);
   fmt::print(
       "\noptions:\n"
-      "  -p, --plan FILE  the plan (default: abtrack.yaml in the current directory)\n"
+      "  -p, --plan FILE  the plan, a path from the current directory (default: the nearest\n"
+      "                   abtrack.yaml from the current directory up to the repository root)\n"
       "  -q, --quiet      no progress lines on stderr\n"
       "  -v, --verbose    stream the commands' output to stderr as it comes (still captured)\n"
       "  --version        print the version\n\n"

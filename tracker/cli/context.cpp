@@ -23,8 +23,11 @@ namespace fs = std::filesystem;
 Context open_context(const GlobalOptions& g) {
   auto repo = gitstore::Repository::discover(fs::current_path());
   util::trace("repository open");
-  std::string name = g.plan.value_or("abtrack.yaml");
-  fs::path file = fs::absolute(name);
+  // -p FILE is taken from the current directory; without it the plan is the nearest
+  // abtrack.yaml from here up to the work tree's root, named in messages from here.
+  const fs::path here = fs::current_path();
+  fs::path file = g.plan ? fs::absolute(*g.plan) : plan::find_plan(here, repo.workdir());
+  std::string name = g.plan ? *g.plan : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
   auto plan = plan::load_plan(file, name, repo.workdir());
   util::trace("plan loaded");
   for (const auto& w : plan.warnings) warn(format_diagnostic(w));

@@ -59,6 +59,53 @@ std::optional<std::tuple<std::string, Op, std::string>> parse_gate(std::string_v
   return std::nullopt;
 }
 
+// For a YAML syntax error on a line `key: value` whose plain (unquoted) value holds ": ", "{"
+// or "[" (a command printing JSON, a dictionary literal), which YAML reads as structure: how to
+// quote the value. Empty when the line is not like that.
+std::string quoting_hint(std::string_view text, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return {};
+  std::size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    start = text.find('\n', start);
+    if (start == std::string_view::npos) return {};
+    ++start;
+  }
+  std::string_view line = text.substr(start, text.find('\n', start) - start);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  auto item = util::trim(line);
+  if (item.starts_with("- ")) item = util::trim(item.substr(2));  // a list item
+  auto colon = item.find(": ");
+  if (colon == std::string_view::npos) return {};
+  std::string_view key = util::trim(item.substr(0, colon));
+  std::string_view value = util::trim(item.substr(colon + 2));
+  if (key.empty() || value.empty() || key.find_first_of("{[\"'") != std::string_view::npos) return {};
+  if (value.front() == '{' || value.front() == '[') {
+    // A flow collection is meant as one unless text follows its end (`{codec} < in`).
+    int depth = 0;
+    std::size_t end = 0;
+    while (end < value.size()) {
+      const char c = value[end++];
+      depth += (c == '{' || c == '[') - (c == '}' || c == ']');
+      if (depth == 0) break;
+    }
+    auto rest = util::trim(value.substr(end));
+    if (depth != 0 || rest.empty() || rest.front() == '#') return {};
+  } else if (std::string_view("\"'|>&*!").find(value.front()) != std::string_view::npos) {
+    return {};  // a quoted string, a block scalar, an anchor, an alias or a tag
+  } else if (value.find(": ") == std::string_view::npos && value.find_first_of("{[") == std::string_view::npos) {
+    return {};
+  }
+  std::string escaped;
+  for (char c : value) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return fmt::format("the value of '{}' holds ': ', '{{' or '[', which YAML reads as structure: quote the whole value, "
+                     "e.g. {}: \"{}\" (or in single quotes, each ' doubled), or write it as a block scalar: {}: | and the "
+                     "value on the next line, indented",
+                     key, key, escaped, key);
+}
+
 class Loader {
  public:
   Loader(std::string file, fs::path repo_root) : m_file(std::move(file)), m_root(std::move(repo_root)) {}
@@ -75,7 +122,7 @@ class Loader {
     try {
       root = YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
-      error(at(e.mark), "invalid YAML: " + e.msg);
+      error(at(e.mark), "invalid YAML: " + e.msg, quoting_hint(text, e.mark));
       finish();
     }
     if (!root.IsMap()) {
@@ -313,7 +360,11 @@ class Loader {
 
   std::optional<std::string> scalar(const YAML::Node& n, const std::string& what) {
     if (n.IsScalar()) return n.Scalar();
-    error(at(n.Mark()), fmt::format("{} must be a single value, not {}", what, kind(n)));
+    const bool flow = (n.IsMap() || n.IsSequence()) && n.Style() == YAML::EmitterStyle::Flow;
+    error(at(n.Mark()), fmt::format("{} must be a single value, not {}", what, kind(n)),
+          flow ? "an unquoted value that starts with '{' or '[' is a YAML mapping or list: quote the whole value to give "
+                 "it as text, e.g. command: \"{codec} < in\""
+               : "");
     return std::nullopt;
   }
   std::optional<double> number(const YAML::Node& n, const std::string& what) {
@@ -629,7 +680,7 @@ class Loader {
       }
       auto keys = mapping(v, kMetricKeys, "metric key");
       // The metric is kept even when its source is wrong, so gates naming it do not add noise.
-      load_metric_source(m, v, keys);
+      load_metric_source(m, v, keys, plan);
       if (auto it = keys.find("better"); it != keys.end()) {
         auto b = scalar(it->second.second, "better");
         if (b == "lower") m.better = Better::lower;
@@ -643,7 +694,7 @@ class Loader {
 
   // The source of one metric: exactly one format key, with its `name:`/`state:`, `file:` and
   // `scale:`. False when it has a mistake (recorded as an error).
-  bool load_metric_source(Metric& m, const YAML::Node& v, const KeyMap& keys) {
+  bool load_metric_source(Metric& m, const YAML::Node& v, const KeyMap& keys, const Plan& plan) {
     std::vector<const std::pair<std::string, Source>*> given;
     for (const auto& s : kMetricSources)
       if (keys.count(s.first)) given.push_back(&s);
@@ -709,11 +760,16 @@ class Loader {
         ok = false;
         continue;
       }
+      // {axis} is replaced by the cell's value, regex-escaped (plan::metrics_for); the regex is
+      // checked with each axis's first value in its place.
+      Cell first;
+      for (const auto& a : plan.axes) first.values.push_back(a.values.front());
       try {
-        std::regex re(*f, std::regex::ECMAScript);
+        std::regex re(substitute_regex(plan, first, *f), std::regex::ECMAScript);
         m.filter = *f;
       } catch (const std::regex_error& e) {
-        error(at(it->second.second.Mark()), fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()));
+        error(at(it->second.second.Mark()), fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()),
+              placeholder_hint(plan, *f));
         ok = false;
       }
     }
@@ -891,16 +947,73 @@ class Loader {
     plan.model = m;
   }
 
-  void check_placeholders(Plan& plan, const Location& where, const std::string& text) {
-    std::vector<std::string> names;
-    for (const auto& a : plan.axes) names.push_back(a.name);
+  // The `{name}` and `{name...}` of `text` whose name is an identifier: (offset of '{', name,
+  // whether it splits words).
+  struct Placeholder {
+    std::size_t open;
+    std::string name;
+    bool words;
+  };
+  static std::vector<Placeholder> placeholders(std::string_view text) {
+    std::vector<Placeholder> out;
     for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
       auto close = text.find('}', open + 1);
       if (close == std::string::npos) break;
-      std::string name = text.substr(open + 1, close - open - 1);
-      if (!util::is_identifier(name) || std::find(names.begin(), names.end(), name) != names.end()) continue;
-      if (auto s = util::did_you_mean(name, names))
-        warn(where, fmt::format("command has '{{{}}}', which is not an axis and is left as it is; did you mean '{{{}}}'?", name, *s));
+      std::string name(text.substr(open + 1, close - open - 1));
+      const bool words = name.ends_with(kSplitSuffix);
+      if (words) name.resize(name.size() - kSplitSuffix.size());
+      if (util::is_identifier(name)) out.push_back({open, name, words});
+    }
+    return out;
+  }
+
+  static std::vector<std::string> axis_names(const Plan& plan) {
+    std::vector<std::string> names;
+    for (const auto& a : plan.axes) names.push_back(a.name);
+    return names;
+  }
+
+  // Why a `name:`/`state:` regex with braces may not compile: a `{name}` that is no axis.
+  static std::string placeholder_hint(const Plan& plan, std::string_view text) {
+    auto names = axis_names(plan);
+    for (const auto& p : placeholders(text)) {
+      if (std::find(names.begin(), names.end(), p.name) != names.end()) continue;
+      auto near = util::did_you_mean(p.name, names);
+      return fmt::format("'{{{}}}' is not an axis{} {{axis}} is replaced by the cell's value (the axes: {})", p.name,
+                         near ? fmt::format(", did you mean '{{{}}}'?", *near) : std::string("."), fmt::join(names, ", "));
+    }
+    return text.find('{') != std::string_view::npos ? "a literal brace in a regex is written \\{" : "";
+  }
+
+  // Whether the text before `pos` puts a word there first in a command: nothing but blanks
+  // since the start, a line break, `|`, `;`, `&`, `(` or a backquote.
+  static bool command_position(std::string_view text, std::size_t pos) {
+    while (pos > 0 && (text[pos - 1] == ' ' || text[pos - 1] == '\t')) --pos;
+    return pos == 0 || std::string_view("\n|;&(`").find(text[pos - 1]) != std::string_view::npos;
+  }
+
+  void check_placeholders(Plan& plan, const Location& where, const std::string& text) {
+    auto names = axis_names(plan);
+    std::set<std::string> warned;
+    for (const auto& p : placeholders(text)) {
+      const std::string written = fmt::format("{{{}{}}}", p.name, p.words ? kSplitSuffix : "");
+      auto axis = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == p.name; });
+      if (axis == plan.axes.end()) {
+        if (auto s = util::did_you_mean(p.name, names))
+          warn(where, fmt::format("command has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?", written,
+                                  *s, p.words ? kSplitSuffix : ""));
+        continue;
+      }
+      // A quoted value with a blank, first in a command, names a program called "gzip -6".
+      auto spaced = std::find_if(axis->values.begin(), axis->values.end(), [](const std::string& v) {
+        return util::trim(v).find_first_of(" \t") != std::string_view::npos;
+      });
+      if (p.words || spaced == axis->values.end() || !command_position(text, p.open) || !warned.insert(p.name).second) continue;
+      warn(where,
+           fmt::format("command puts {{{}}} first in a command, and its value '{}' has a blank: it is one shell-quoted word, "
+                       "so the shell looks for a program named '{}'",
+                       p.name, *spaced, *spaced),
+           fmt::format("write {{{}...}} to split the value into words (each still shell-quoted)", p.name));
     }
     plan.warnings = m_warnings;
   }
@@ -917,11 +1030,37 @@ Plan parse_plan(std::string_view text, const std::string& display_name, const fs
   return Loader(display_name, repo_root).load(text);
 }
 
+namespace {
+constexpr const char* kStartPlan =
+    "abtrack.yaml at the repository root with experiment:, doc:, axes:, command: and metrics: "
+    "(abtrack's docs/plan.md describes every key)";
+}  // namespace
+
+fs::path find_plan(const fs::path& dir, const fs::path& root) {
+  const fs::path top = fs::weakly_canonical(root);
+  fs::path here = fs::weakly_canonical(dir);
+  // Inside the work tree the search stops at its root; elsewhere (a .git folder) it looks only here.
+  const auto rel = here.lexically_relative(top).generic_string();
+  const bool inside = !rel.empty() && rel != ".." && !rel.starts_with("../");
+  for (fs::path d = here;; d = d.parent_path()) {
+    std::error_code ec;
+    if (fs::exists(d / kPlanFile, ec)) return d / kPlanFile;
+    if (!inside || d == top || d == d.parent_path()) break;
+  }
+  throw Error(Exit::usage,
+              here == top || !inside
+                  ? fmt::format("no plan: no {} in {}", kPlanFile, here.string())
+                  : fmt::format("no plan: no {} in {} or in a folder above it up to the repository root {}", kPlanFile,
+                                here.string(), top.string()),
+              fmt::format("name the plan with -p FILE, or start one: write {}", kStartPlan));
+}
+
 Plan load_plan(const fs::path& file, const std::string& display_name, const fs::path& repo_root) {
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw Error(Exit::usage, fmt::format("no plan at {}", display_name),
-                "write abtrack.yaml (every key is in docs/plan.md; examples/occupancy/abtrack.yaml is a whole one) or name the plan with -p FILE");
+                fmt::format("-p takes a path from the current directory ({}); to start a plan, write {}",
+                            fs::current_path(ec).string(), kStartPlan));
   if (!fs::is_regular_file(file, ec)) throw Error(Exit::usage, fmt::format("the plan {} is not a file", display_name));
   std::string text = util::read_file(file);
   Plan plan = parse_plan(text, display_name, repo_root);

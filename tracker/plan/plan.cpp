@@ -90,16 +90,25 @@ Cell Plan::parse_cell(std::string_view spec) const {
     auto eq = part.find('=');
     if (eq == std::string::npos && continues_value(part)) pairs.back().second += "," + part;
     else if (eq != std::string::npos) pairs.emplace_back(part.substr(0, eq), part.substr(eq + 1));
-    else
+    else {
+      // A bare value: name its axis when one has it.
+      const std::string value(util::trim(part));
+      for (const auto& a : axes)
+        if (std::find(a.values.begin(), a.values.end(), value) != a.values.end())
+          throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
+                      fmt::format("'{}' is a value of axis '{}': write {}={}; e.g. --cell {}", value, a.name, a.name, value,
+                                  example_cell_spec(*this)));
       throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
                   "write --cell " + example_cell_spec(*this));
+    }
   }
   for (const auto& [raw_name, raw_value] : pairs) {
     std::string name(util::trim(raw_name));
     std::string value(util::trim(raw_value));
     auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end())
-      throw Error(Exit::usage, fmt::format("--cell: unknown axis '{}'{}", name, util::suggestion_suffix(name, names)));
+      throw Error(Exit::usage, fmt::format("--cell: unknown axis '{}'{}", name, util::suggestion_suffix(name, names)),
+                  fmt::format("the axes are: {}; e.g. --cell {}", fmt::join(names, ", "), example_cell_spec(*this)));
     auto i = static_cast<std::size_t>(it - names.begin());
     if (seen[i]) throw Error(Exit::usage, fmt::format("--cell: axis '{}' is named twice", name), "name each axis once");
     const auto& vals = axes[i].values;
@@ -128,7 +137,40 @@ std::filesystem::path Plan::command_dir() const {
   return workdir.empty() ? repo_root : repo_root / workdir;
 }
 
-std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote) {
+namespace {
+
+enum class Quoting { none, shell, regex };
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+// `value` with every ECMAScript syntax character escaped, so that it matches itself.
+std::string regex_escape(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The words of `value`, split on blanks, each shell-quoted, joined by one space.
+std::string shell_words(std::string_view value) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && is_blank(value[i])) ++i;
+    std::size_t end = i;
+    while (end < value.size() && !is_blank(value[end])) ++end;
+    if (end > i) {
+      if (!out.empty()) out += ' ';
+      out += util::shell_quote(value.substr(i, end - i));
+    }
+    i = end;
+  }
+  return out;
+}
+
+std::string substitute_as(const Plan& plan, const Cell& cell, std::string_view text, Quoting quoting) {
   std::string out;
   std::size_t i = 0;
   while (i < text.size()) {
@@ -136,10 +178,17 @@ std::string substitute(const Plan& plan, const Cell& cell, std::string_view text
       auto close = text.find('}', i + 1);
       if (close != std::string_view::npos) {
         std::string_view name = text.substr(i + 1, close - i - 1);
+        const bool words = name.ends_with(kSplitSuffix);
+        if (words) name.remove_suffix(kSplitSuffix.size());
         bool replaced = false;
         for (std::size_t a = 0; a < plan.axes.size(); ++a) {
           if (plan.axes[a].name == name) {
-            out += quote ? util::shell_quote(cell.values[a]) : cell.values[a];
+            const std::string& v = cell.values[a];
+            switch (quoting) {
+              case Quoting::none: out += v; break;
+              case Quoting::shell: out += words ? shell_words(v) : util::shell_quote(v); break;
+              case Quoting::regex: out += regex_escape(v); break;
+            }
             replaced = true;
             break;
           }
@@ -152,6 +201,22 @@ std::string substitute(const Plan& plan, const Cell& cell, std::string_view text
     }
     out += text[i++];
   }
+  return out;
+}
+
+}  // namespace
+
+std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote) {
+  return substitute_as(plan, cell, text, quote ? Quoting::shell : Quoting::none);
+}
+
+std::string substitute_regex(const Plan& plan, const Cell& cell, std::string_view text) {
+  return substitute_as(plan, cell, text, Quoting::regex);
+}
+
+std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell) {
+  std::vector<Metric> out = plan.metrics;
+  for (auto& m : out) m.filter = substitute_regex(plan, cell, m.filter);
   return out;
 }
 

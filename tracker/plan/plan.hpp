@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -149,9 +150,19 @@ struct Plan {
 // True when every axis named by `a` has the cell's value.
 bool matches(const Plan& plan, const Cell& cell, const Assignment& a);
 
+// The suffix of the word-splitting placeholder: {axis...}.
+inline constexpr std::string_view kSplitSuffix = "...";
+
 // Replaces each {axis} in `text` with the cell's value, shell-quoted when `quote`, and leaves
-// every other brace alone.
+// every other brace alone. {axis...} splits the value on blanks and shell-quotes each word when
+// `quote` (`gzip -6` -> 'gzip' '-6'); without `quote` it is the value as it is, like {axis}.
 std::string substitute(const Plan& plan, const Cell& cell, std::string_view text, bool quote);
+// Replaces each {axis} (and {axis...}) in the regex `text` with the cell's value, its regex
+// syntax characters escaped, so that the value matches itself literally.
+std::string substitute_regex(const Plan& plan, const Cell& cell, std::string_view text);
+// The plan's metrics as they apply to `cell`: the {axis} of each `name:`/`state:` regex replaced
+// (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
+std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell);
 
 std::string_view to_string(Op op);
 // The plan key of a metric format: "json", "regex", "hyperfine", "gbench", "nvbench".

@@ -126,6 +126,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     }
   }
   std::vector<std::string> missing;
+  const auto cell_metrics = plan::metrics_for(plan, cell);  // name:/state: with the cell's values
   for (int i = 0; i < plan.repeats; ++i) {
     if (progress) progress(i, plan.repeats);
     util::throw_if_interrupted();
@@ -139,7 +140,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
       run.reason = why;
       break;
     }
-    for (auto& [name, e] : metrics::extract_all(plan.metrics, r.out, &files, &stamps)) {
+    for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
       if (!e.ok()) {
         std::string why = e.error;
         if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
@@ -167,7 +168,7 @@ Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::o
   run.started = run.finished = utc_now();
   std::vector<std::string> missing;
   std::map<std::string, metrics::Extraction> extracted;
-  if (output) extracted = metrics::extract_all(plan.metrics, *output);
+  if (output) extracted = metrics::extract_all(plan::metrics_for(plan, cell), *output);
   for (const auto& m : plan.metrics) {
     if (auto v = values.find(m.name); v != values.end()) {
       run.samples[m.name] = v->second;
