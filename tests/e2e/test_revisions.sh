@@ -41,7 +41,7 @@ revisions:
   mine: WORKTREE
 build: "mkdir -p build && cc -O1 \$(cat flags 2>/dev/null) -o build/bench bench.c && echo built >> $BUILDS"
 baseline: {rev: base}
-rounds: 6
+rounds: 8
 command: build/bench
 metrics:
   t: {json: t, better: lower, unit: us}
@@ -49,7 +49,7 @@ EOF2
 expect_rc 0 ab init
 
 step "the work tree holds a slower version, uncommitted, and an untracked file"
-sed -i 's/#define WORK 3000000/#define WORK 6000000/' bench.c
+sed -i 's/#define WORK 3000000/#define WORK 12000000/' bench.c
 echo "-DUNUSED=1" >flags               # untracked, read by the build
 echo "staged" >>NOTES.txt && git add NOTES.txt
 before_status=$(git status --porcelain)
@@ -58,7 +58,7 @@ before_index=$(index_now)
 main=$(git rev-parse main)
 expect_rc 0 ab run --seed 3
 expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" 2 "each revision built once"
-expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | wc -l | tr -d ' ')" 12 "6 rounds x 2 revisions"
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | wc -l | tr -d " ")" 16 "8 rounds x 2 revisions"
 expect_eq "$(git status --porcelain)" "$before_status" "the work tree and index look as they did (git status)"
 expect_eq "$(index_now)" "$before_index" "the index is untouched but for the run's own files: the staged change stays staged"
 expect_contains "$(git diff --cached)" "+staged" "the staged change is still staged"
@@ -70,15 +70,17 @@ expect_eq "$(json "$base_run" 'd["code"]["dirty"]')" false "base is clean code"
 expect_eq "$(json "$mine_run" 'd["code"]["dirty"]')" true "mine is the work tree: a snapshot"
 snap=$(json "$mine_run" 'd["code"]["snapshot"]')
 expect_eq "$(git show "$snap:flags")" "-DUNUSED=1" "the snapshot holds the untracked file"
-expect_contains "$(git show "$snap:bench.c")" "6000000" "the snapshot holds the uncommitted change"
+expect_contains "$(git show "$snap:bench.c")" "12000000" "the snapshot holds the uncommitted change"
 base_commit=$(git log --format='%H %(trailers:key=Abtrack-Cell,valueonly)' | grep 'rev=base' | head -1 | cut -d' ' -f1)
 expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Code,valueonly)' "$base_commit" | tr -d '\n')" "$main" "Abtrack-Code of a base run names main"
-expect_eq "$(json "$mine_run" 'd["schedule"]["rounds"]')" 6 "the schedule is recorded"
+expect_eq "$(json "$mine_run" 'd["schedule"]["rounds"]')" 8 "the schedule is recorded"
 orders=$(for f in runs/revs/*.json; do echo "$(json "$f" 'd["schedule"]["round"]') $(json "$f" 'd["cell"]["rev"]')"; done | sort -s -n -k1,1 | awk '{a[$1]=a[$1] $2 " "} END {for (r in a) print r, a[r]}' | sort -n)
 expect_contains "$orders" "1 base mine" "round 1: base first ($orders)"
 expect_contains "$orders" "2 mine base" "round 2: mine first: the order alternates"
 row=$(sed -n '/begin results/,/end results/p' AB.md | grep '^| mine |')
 expect_contains "$row" "worse" "mine (twice the work) is worse than base ($row)"
+expect_contains "$row" "paired ×8" "the comparison is paired by round over the 8 rounds ($row)"
+expect_contains "$(sed -n '/begin results/,/end results/p' AB.md)" "Wilcoxon signed-rank" "the footnote says what paired means"
 expect_rc 0 ab verify
 
 step "a second run builds nothing"

@@ -61,12 +61,14 @@ std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<
                                                                std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::pair<plan::Cell, runner::Schedule>> out;
+  // Interleaved rounds of one invocation pair a cell with its baseline round by round.
+  const std::string batch = rounds > 1 ? fmt::format("{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) : "";
   for (int r = 1; r <= rounds; ++r) {
     std::vector<plan::Cell> order = cells;
     if (rounds > 1)
       for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
     for (auto& c : order)
-      out.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(out.size()) + 1});
+      out.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(out.size()) + 1, batch});
   }
   return out;
 }

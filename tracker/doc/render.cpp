@@ -305,7 +305,7 @@ std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vec
     else if (!base) cc.unavailable = "baseline pending";
     else if (b->outcome() != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
     else {
-      cc.result = record::compare_with_baseline(plan, *b, cells[i].pooled_samples());
+      cc.result = record::compare_pools(plan, *b, cells[i]);
       for (auto& m : cc.result.metrics) family.push_back(&m.result);
     }
   }
@@ -351,7 +351,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     for (std::size_t i = 0; i < head.size(); ++i) s += (i < plan.axes.size() || i + 3 == head.size() || i + 2 == head.size()) ? " --- |" : " ---: |";
     return s;
   }() + "\n";
-  bool any_exact = false, any_absolute = false;  // the footnote explains them when they occur
+  bool any_exact = false, any_absolute = false, any_paired = false;  // the footnote explains them when they occur
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     const Record* r = c.latest();
@@ -386,13 +386,14 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
             const auto& res = mc->result;
             any_exact = any_exact || res.exact;
             any_absolute = any_absolute || res.absolute;
+            any_paired = any_paired || res.analysis == "paired";
             if (res.exact) cell = fmt::format("{} {}", stats::delta_text(res), stats::verdict_text(res));
             else if (res.absolute)
               cell = fmt::format("{} {} {}, {}", stats::delta_text(res), abs_interval(res.delta_abs_ci), stats::verdict_text(res),
                                  p_text(res.decisive_p()));
             else
-              cell = fmt::format("{} {} {}, {}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
-                                 p_text(res.decisive_p()));
+              cell = fmt::format("{} {} {}, {}{}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
+                                 p_text(res.decisive_p()), res.analysis == "paired" ? fmt::format(", paired ×{}", res.pairs) : "");
           }
         }
         row.push_back(escape_cell(cell));
@@ -420,6 +421,10 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       if (any_exact)
         t += " *(exact)*: every sample of each arm is the same value, so the change is exact, with no CI and no p-value "
              "(outside the Holm family); beyond ±" + fmt::format("{:g}", plan.min_effect_pct) + "% it is better or worse.";
+      if (any_paired)
+        t += " *paired ×N*: the cell and its baseline were measured in the same N rounds of one invocation (interleaved), so "
+             "they are compared round by round, which cancels drift between rounds: Δ is the median of the per-round ratios "
+             "of medians with its distribution-free CI, p from a Wilcoxon signed-rank test on their logs.";
       if (any_absolute)
         t += " *(abs)*: a sample is ≤ 0, so there is no ratio: the change is the absolute B − A in the metric's unit "
              "(Hodges–Lehmann on the values), its CI judged against 0.";
@@ -440,7 +445,9 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   }
   std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending.\n", measured,
                               cells.size(), pass, fail, invalid, cells.size() - measured);
-  if (auto w = machine_warnings(comps) + code_warnings(comps) + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
+  // (with revisions:, the cells of different revisions run different code by design)
+  const std::string code = plan.revisions.empty() ? code_warnings(comps) : std::string();
+  if (auto w = machine_warnings(comps) + code + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
   if (plan.prediction) {
     const auto& p = *plan.prediction;
     s += fmt::format("\n**Prediction:** `{}` {}", p.metric, pct(p.change_pct));

@@ -1,5 +1,7 @@
 #include "record/compare.hpp"
 
+#include "stats/paired.hpp"
+
 #include <algorithm>
 #include <optional>
 
@@ -126,6 +128,52 @@ Comparison compare_with_baseline(const plan::Plan& plan, const CellRuns& baselin
       c.metrics.push_back(MetricComparison{m->name, stats::compare(a->second, b->second, opts)});
     } catch (const Error& e) {
       c.notes.push_back(fmt::format("{}: not compared: {}", m->name, e.diagnostics().front().message));
+    }
+  }
+  return c;
+}
+
+namespace {
+
+// The round a run was measured in, as "batch/round"; empty when it was not interleaved.
+std::string round_key(const Record& r) {
+  if (!r.data.schedule || r.data.schedule->batch.empty()) return {};
+  return r.data.schedule->batch + "/" + std::to_string(r.data.schedule->round);
+}
+
+// Each measured round's samples of `metric` over the pool's valid runs, by round.
+std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std::string& metric) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto* r : c.pool()) {
+    if (r->data.outcome == runner::Outcome::invalid) continue;
+    auto key = round_key(*r);
+    auto s = r->data.samples.find(metric);
+    if (key.empty() || s == r->data.samples.end() || s->second.empty()) continue;
+    out[key].insert(out[key].end(), s->second.begin(), s->second.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Comparison compare_pools(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell) {
+  Comparison c = compare_with_baseline(plan, baseline, cell.pooled_samples());
+  stats::CompareOptions opts;
+  opts.alpha = plan.alpha;
+  opts.min_effect = plan.min_effect_pct / 100.0;
+  for (auto& m : c.metrics) {
+    auto a = by_round(baseline, m.metric), b = by_round(cell, m.metric);
+    std::vector<stats::RoundPair> rounds;
+    for (auto& [key, samples] : b)
+      if (auto it = a.find(key); it != a.end()) rounds.push_back(stats::RoundPair{it->second, samples});
+    if (rounds.size() < 2) continue;
+    const auto* spec = plan.metric(m.metric);
+    opts.better = spec && spec->better == plan::Better::higher ? stats::Better::higher : stats::Better::lower;
+    try {
+      m.result = stats::compare_paired(rounds, opts);
+    } catch (const Error& e) {
+      // (a sample <= 0 has no ratio: the pooled comparison stands)
+      c.notes.push_back(fmt::format("{}: not paired: {}", m.metric, e.diagnostics().front().message));
     }
   }
   return c;

@@ -64,4 +64,10 @@ std::vector<const plan::Metric*> compared_metrics(const plan::Plan& plan);
 Comparison compare_with_baseline(const plan::Plan& plan, const CellRuns& baseline,
                                  const std::map<std::string, std::vector<double>>& samples);
 
+// Compares a cell's pool with its baseline cell's pool, metric by metric: paired by round
+// (stats::compare_paired) when at least two rounds of one invocation measured both (their
+// records' schedule has the same batch and round), over those rounds; else the pooled samples
+// (compare_with_baseline). Each metric's result says which (stats::Comparison::analysis).
+Comparison compare_pools(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell);
+
 }  // namespace abtrack::record
