@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include "util/process.hpp"
 
@@ -14,6 +16,26 @@ TEST_CASE("stdout and stderr are captured separately, stdin is /dev/null") {
   CHECK(r.out == "out\n");
   CHECK(r.err == "err\n");
   CHECK_FALSE(r.timed_out);
+}
+
+TEST_CASE("echo gets each stream's bytes as they are read, then an end, and the capture is unchanged") {
+  util::ProcessSpec s;
+  s.shell_command = "printf 'a\\nb'; printf 'e1\\n' >&2; sleep 0.05; printf 'c\\n'";
+  std::string seen[3];
+  int ends[3] = {0, 0, 0};
+  s.echo = [&](int stream, std::string_view bytes) {
+    REQUIRE((stream == 1 || stream == 2));
+    if (bytes.empty()) ++ends[stream];
+    seen[stream] += bytes;
+  };
+  auto r = util::run_process(s);
+  CHECK(r.exit_code == 0);
+  CHECK(seen[1] == "a\nbc\n");
+  CHECK(seen[2] == "e1\n");
+  CHECK(r.out == seen[1]);
+  CHECK(r.err == seen[2]);
+  CHECK(ends[1] == 1);
+  CHECK(ends[2] == 1);
 }
 
 TEST_CASE("a timeout kills the whole process group, grandchildren included") {

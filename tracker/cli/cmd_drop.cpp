@@ -37,8 +37,9 @@ std::string tombstone(const record::Record& r, const std::string& reason) {
 }
 
 std::string message(const record::Record& r, const std::string& reason) {
-  std::string body = fmt::format("Run {} {} ({}, measured {}) is taken back{}.\nIts number is not used again.",
-                                 r.run, r.label(), runner::to_string(r.data.outcome), r.data.started,
+  const std::string& when = r.data.started.empty() ? r.data.finished : r.data.started;
+  std::string body = fmt::format("Run {} {} ({}{}) is taken back{}.\nIts number is not used again.", r.run, r.label(),
+                                 runner::to_string(r.data.outcome), when.empty() ? "" : ", measured " + when,
                                  reason.empty() ? "" : ": " + reason);
   return fmt::format("abtrack({}): drop run {}\n\n{}\n\nAbtrack-Experiment: {}\nAbtrack-Dropped: {}\n", r.experiment,
                      r.run, body, r.experiment, r.run);

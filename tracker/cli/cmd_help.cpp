@@ -58,9 +58,10 @@ const std::vector<Command>& commands() {
        cmd_run},
       {"status", "status [--json]", "every cell with its pool's outcome, or pending",
        "Lists every cell of the plan with the outcome of its pool (its committed runs on the code of its\n"
-       "latest run: invalid when that run is, fail when any run of the pool failed a gate, else pass), the\n"
-       "latest run and the pooled medians of its metrics, or `pending`. --json prints an object with counts\n"
-       "and one entry per cell.",
+       "latest run: fail when any run of the pool failed a gate, else pass when one passed, else invalid;\n"
+       "an invalid latest run is marked \"(latest run invalid)\"), the latest run and the pooled medians of\n"
+       "its metrics, or `pending`. --json prints an object with counts and one entry per cell (with the\n"
+       "latest run's outcome as latest).",
        cmd_status},
       {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
