@@ -20,7 +20,7 @@ _abtrack() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="init step run status log render verify compare export collect cancel drop help"
+  local commands="init step run status log render verify compare export collect cancel clean drop help"
   local global="-p --plan -q --quiet -v --verbose --version --help"
 
   case $prev in
@@ -63,7 +63,8 @@ _abtrack() {
   local opts=
   case $cmd in
     step) opts="--cell --record --metric --no-commit" ;;
-    run) opts="--rounds --seed --all --retry --keep-going --dry-run --jobs --detach" ;;
+    run) opts="--rounds --seed --all --retry --keep-going --dry-run --jobs --detach --rev" ;;
+    clean) opts="--keep" ;;
     drop) opts="--reason" ;;
     status | log) opts="--json" ;;
     compare) opts="--metric --json --samples --better --alpha --min-effect" ;;

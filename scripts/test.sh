@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite through ctest.
-# Usage: scripts/test.sh [extra ctest arguments]
+# Usage: scripts/test.sh [--full] [extra ctest arguments]
+#   --full  also the reliability passes CI runs (.ci/run): the suite again with abtrack built
+#           with AddressSanitizer + UBSan, and the libFuzzer targets (docs/RELIABILITY.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=0
+if [ "${1:-}" = "--full" ]; then full=1; shift; fi
 . scripts/deps.sh
 abtrack_install_deps
 abtrack_build build
 # CI=true makes the scipy oracle test fail (not skip) when scipy is missing.
 (cd build && CI=${CI:-true} ctest --output-on-failure -j "$(nproc)" "$@")
+[ "$full" = 1 ] || exit 0
 
 # Reliability (docs/RELIABILITY.md). ABTRACK_CI_SANITIZE=0 / ABTRACK_CI_FUZZ=0 skip a part.
 # 1. The unit and e2e tests again, with abtrack built with AddressSanitizer + UBSan (build-asan/;
