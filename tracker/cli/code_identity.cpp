@@ -99,7 +99,7 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
                                   {std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)}))
       code.commit = named.substr(0, 40);
   }
-  note_outputs(ctx, nullptr);
+  // (outputs of the previous cell were noted when its run was drafted)
   const gitstore::PathSet data = data_paths(ctx);
   code.dirty = dirty ? *dirty : ctx.repo.dirty({std::string(plan::kRunsFolder)}, data);
   util::trace("dirty scan");
