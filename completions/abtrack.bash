@@ -20,7 +20,7 @@ _abtrack() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="init step run status log render verify compare export collect cancel clean drop help"
+  local commands="init step run status log render verify compare check export collect cancel clean drop help"
   local global="-p --plan -q --quiet -v --verbose --version --help"
 
   case $prev in
@@ -30,7 +30,11 @@ _abtrack() {
       return 0
       ;;
     --format)
-      COMPREPLY=($(compgen -W "csv md json" -- "$cur"))
+      if [[ " ${COMP_WORDS[*]} " == *" check "* ]]; then
+        COMPREPLY=($(compgen -W "text md" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "csv md json" -- "$cur"))
+      fi
       return 0
       ;;
     --cell)
@@ -69,6 +73,7 @@ _abtrack() {
     status | log) opts="--json" ;;
     compare) opts="--metric --json --samples --better --alpha --min-effect" ;;
     export) opts="--format --cells" ;;
+    check) opts="--format --history" ;;
     collect) opts="--wait" ;;
     help)
       COMPREPLY=($(compgen -W "$commands" -- "$cur"))

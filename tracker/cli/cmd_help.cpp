@@ -95,6 +95,21 @@ const std::vector<Command>& commands() {
        "--json prints median_a, median_b, ci_a, ci_b, p_value, delta_pct, delta_ci_pct, verdict, exact,\n"
        "delta_abs, delta_abs_ci, method, n_a, n_b, notes.",
        cmd_compare},
+      {"check", "check [--format text|md] [--history]", "the CI gate: exit 1 when a cell got worse, failed a gate or is invalid",
+       "Compares every cell with its baseline cell exactly as the document's results table does (pooled, or\n"
+       "paired by round for cells measured in the same rounds; p-values Holm-adjusted across the experiment)\n"
+       "and prints one row per cell (and compared metric): n, the baseline's median, the median, the change\n"
+       "with its CI, the verdict, p and the outcome, then \"N worse, M failed gates, K invalid\". Pending\n"
+       "cells are listed but do not fail the check. Nothing is written.\n"
+       "  --format F   text (aligned columns, the default) or md (GitHub-flavoured markdown: a title, the\n"
+       "               table and the summary, ready to paste into a pull-request comment)\n"
+       "  --history    no baseline: each cell's newest pool (its runs on the code of its latest run) against\n"
+       "               its previous code's pool (its most recent earlier runs on one other code), Holm\n"
+       "               across the cells compared; a cell with no earlier code is listed as \"no earlier code\"\n"
+       "Exit 0 when nothing below holds; 1 when a cell is worse beyond min_effect, a cell's pool failed a\n"
+       "gate, or a cell's latest run is invalid; 2 usage or plan error; 3 environment error (not a git\n"
+       "repository, a record that cannot be read).",
+       cmd_check},
       {"collect", "collect [--wait]", "commit the runs of finished Slurm tasks",
        "Reads the result files of the experiment's outstanding Slurm job arrays (executor: slurm) and\n"
        "commits each finished task's run once: metrics and gates are read here, as for a local run.\n"

@@ -27,6 +27,7 @@ int cmd_log(const Args& args);
 int cmd_render(const Args& args);
 int cmd_verify(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_check(const Args& args);
 int cmd_help(const Args& args);
 int cmd_export(const Args& args);
 int cmd_collect(const Args& args);

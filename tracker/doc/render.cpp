@@ -282,7 +282,6 @@ std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector
 std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<CellRuns>& cells, std::size_t& with_p) {
   // Comparisons, then Holm across every p-value of the experiment.
   std::vector<CellComparison> comps(cells.size());
-  std::vector<stats::Comparison*> family;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     auto& cc = comps[i];
     cc.cell = &cells[i];
@@ -306,17 +305,24 @@ std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vec
     else if (b->outcome() != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
     else {
       cc.result = record::compare_pools(plan, *b, cells[i]);
-      for (auto& m : cc.result.metrics) family.push_back(&m.result);
     }
   }
+  with_p = adjust_across_cells(comps);
+  return comps;
+}
+
+std::size_t adjust_across_cells(std::vector<CellComparison>& comps) {
+  std::vector<stats::Comparison*> family;
+  for (auto& cc : comps)
+    for (auto& m : cc.result.metrics) family.push_back(&m.result);
   std::vector<stats::Comparison> flat;
   for (auto* c : family) flat.push_back(*c);
-  with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  std::size_t with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
   if (with_p > 1) {
     stats::adjust_family(flat);
     for (std::size_t i = 0; i < family.size(); ++i) *family[i] = flat[i];
   }
-  return comps;
+  return with_p;
 }
 
 std::map<std::string, std::string> render_regions(const plan::Plan& plan, const std::vector<Record>& records,

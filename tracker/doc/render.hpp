@@ -39,6 +39,11 @@ struct CellComparison {
 std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
                                           std::size_t& with_p);
 
+// Holm across every p-value of `comps` (each one's metrics), as compare_cells adjusts the
+// experiment's: the verdicts re-decided with the adjusted p. Returns how many comparisons have a
+// p-value (adjusted only when more than one).
+std::size_t adjust_across_cells(std::vector<CellComparison>& comps);
+
 // Escapes text for a markdown table cell: '|', '\', '<', '>', '&' and line breaks can never
 // break the table or open an HTML comment.
 std::string escape_cell(std::string_view text);
