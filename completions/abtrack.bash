@@ -20,7 +20,7 @@ _abtrack() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="init step run status log render verify compare check export collect cancel clean drop help"
+  local commands="init step run status log render verify compare check export collect cancel clean drop bisect help"
   local global="-p --plan -q --quiet -v --verbose --version --help"
 
   case $prev in
@@ -44,6 +44,10 @@ _abtrack() {
       ;;
     --better)
       COMPREPLY=($(compgen -W "lower higher" -- "$cur"))
+      return 0
+      ;;
+    --good | --bad)
+      COMPREPLY=($(compgen -W "$(git for-each-ref --format='%(refname:short)' refs/heads refs/tags 2>/dev/null)" -- "$cur"))
       return 0
       ;;
   esac
@@ -75,6 +79,7 @@ _abtrack() {
     export) opts="--format --cells" ;;
     check) opts="--format --history" ;;
     collect) opts="--wait" ;;
+    bisect) opts="--good --bad --cell --metric --rounds --seed" ;;
     help)
       COMPREPLY=($(compgen -W "$commands" -- "$cur"))
       return 0

@@ -130,6 +130,21 @@ const std::vector<Command>& commands() {
        "recently used (--keep, default 8), so a long bisect does not fill the disk. The work tree, the\n"
        "index and the history are not touched.",
        cmd_clean},
+      {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--rounds N] [--seed N]",
+       "find the first commit that made a cell worse",
+       "For a plan with revisions: the baseline revision (the rev of baseline:) plays good and the\n"
+       "first other revision the commit tested. Measures bad against good first (--rounds rounds,\n"
+       "default the plan's rounds: or 6, the revisions alternating) and stops with an error when bad is\n"
+       "not worse than good on the metric. Then a binary search over the first-parent history from good\n"
+       "to bad: each step measures the middle commit against good and judges it like bad (worse beyond\n"
+       "min_effect) or like good (same, equivalent or better); an inconclusive commit gets as many rounds\n"
+       "again, then is skipped and a neighbour tested. Prints each step and the first bad commit.\n"
+       "Every measurement is committed as normal runs; each code tree is written and built once.\n"
+       "  --good REV, --bad REV   any git revision; good must be a first-parent ancestor of bad\n"
+       "  --cell k=v,...          the cell, a value for every axis but rev (not needed with rev alone)\n"
+       "  --metric M              the metric judged (default: the first with better:)\n"
+       "Exit 0: found; 1: bad is not worse, or skips leave a range (printed); 2: usage.",
+       cmd_bisect},
       {"__task", "__task DIR INDEX", "(internal) run one Slurm task on its node",
        "Run by the job script abtrack submits: runs task INDEX of DIR/manifest.json and writes\n"
        "DIR/result-INDEX.json.",

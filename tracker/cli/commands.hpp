@@ -34,6 +34,7 @@ int cmd_collect(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_clean(const Args& args);
 int cmd_drop(const Args& args);
+int cmd_bisect(const Args& args);
 int cmd_task(const Args& args);  // `__task DIR INDEX`: one Slurm task, on the node (not listed)
 
 }  // namespace abtrack::cli

@@ -50,7 +50,8 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   const auto cells = record::cells_with_runs(ctx.plan, records);
   std::vector<std::vector<plan::Cell>> todo;
-  for (auto& group : revision_groups(ctx.plan)) {
+  if (opts.group) todo.push_back(*opts.group);
+  else for (auto& group : revision_groups(ctx.plan)) {
     if (opts.only) {
       if (std::find(group.begin(), group.end(), *opts.only) != group.end()) todo.push_back({*opts.only});
       continue;
@@ -126,8 +127,13 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
     }
     run.schedule = sched;
     auto rec = journal_and_commit(ctx, draft_record(ctx, run, rev.code, &rev.dir));
-    fmt::print("{}\n", result_line(ctx.plan, rec));
-    std::fflush(stdout);
+    if (opts.results_to_stderr) {
+      info(g, result_line(ctx.plan, rec));
+    } else {
+      fmt::print("{}\n", result_line(ctx.plan, rec));
+      std::fflush(stdout);
+    }
+    if (opts.committed) opts.committed->push_back(rec);
     if (rec.data.outcome != runner::Outcome::pass) exit_code = static_cast<int>(Exit::run_failed);
   }
   return exit_code;

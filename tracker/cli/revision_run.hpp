@@ -20,6 +20,10 @@ struct RevisionRunOptions {
   bool all = false;                              // every cell, not only those without a run on their code
   std::optional<plan::Cell> only;                // `step --cell`: this cell alone, once
   bool step = false;                             // `step`: one run of the first cell without one
+  // `bisect`: exactly these cells (of one group), every round, whether they have runs or not.
+  std::optional<std::vector<plan::Cell>> group;
+  bool results_to_stderr = false;                // each run's result line as progress (stderr), not stdout
+  std::vector<record::Record>* committed = nullptr;  // when set, receives each committed record
 };
 
 // The groups of cells measured together: the cells that differ only in `rev`, in plan order.
