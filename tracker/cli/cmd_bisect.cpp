@@ -1,7 +1,7 @@
 // `abtrack bisect`: the first commit between a good and a bad revision that made a cell worse.
 // Each tested commit is measured as the plan's candidate revision against good, interleaved
 // round by round (run_revisions: the same cached trees and builds, one commit per run), and
-// judged with the same statistics as the document's comparisons.
+// judged with the same statistics as the document's comparisons (paired by round).
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -73,7 +73,7 @@ std::optional<stats::Comparison> compare(const Context& ctx, const Bisect& b, co
     why = "its runs are all invalid (a failed build?)";
     return std::nullopt;
   }
-  auto c = record::compare_with_baseline(ctx.plan, good, candidate.pooled_samples());
+  auto c = record::compare_pools(ctx.plan, good, candidate);  // paired by round
   for (auto& m : c.metrics)
     if (m.metric == b.metric->name) return m.result;
   why = c.notes.empty() ? "no comparison of " + b.metric->name : c.notes.front();
