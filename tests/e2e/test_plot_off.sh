@@ -20,5 +20,5 @@ expect_not_contains AB.md "AB.svg"
 expect_rc 0 ab verify
 sed -i 's/^plot: false/plot: maybe/' abtrack.yaml
 expect_rc 2 ab status
-expect_contains "$ERR" "plot must be true or false, not 'maybe'"
+expect_contains "$ERR" "plot must be true or false, or {y: log|linear}, not 'maybe'"
 done_testing

@@ -49,11 +49,12 @@ expect_eq "$(json "$R" 'd["comparison"] is not None')" true
 expect_records_valid runs/sl/*.json
 expect_rc 0 ab verify
 expect_clean
-expect_rc 0 ab run
-expect_contains "$ERR" "nothing to do"
+expect_rc 1 ab run
+expect_contains "$OUT" "run 4 x=3: invalid" "run submits the cell whose latest run is invalid again"
+expect_eq "$(commit_count)" 6
 expect_rc 2 ab run --all --rounds 2
 expect_contains "$ERR" "abtrack: error: --rounds is for the local executor"
-expect_eq "$(commit_count)" 5 "a refused --rounds submits nothing"
+expect_eq "$(commit_count)" 6 "a refused --rounds submits nothing"
 
 step "a task that finishes early waits for the tasks before it: commits in plan order"
 new_repo order

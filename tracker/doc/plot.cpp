@@ -33,8 +33,19 @@ constexpr std::size_t kLegendChars = 40;
 
 // Coordinates with one decimal: enough for a screen, stable across libc versions.
 std::string px(double v) { return fmt::format("{:.1f}", v); }
-// Values shown to people and kept in data-* attributes.
-std::string num(double v) { return fmt::format("{:.6g}", v); }
+// Values shown to people and kept in data-* attributes: 6 significant digits, never in exponent
+// form between 1e-4 and 1e15 (3600000, not 3.6e+06).
+std::string num(double v) {
+  std::string s = fmt::format("{:.6g}", v);
+  if (s.find('e') == std::string::npos || !(std::fabs(v) >= 1e-4 && std::fabs(v) < 1e15)) return s;
+  const int digits = std::max(0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  s = fmt::format("{:.{}f}", v, digits);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
 
 // Decodes one UTF-8 sequence at s[i]; returns its code point and length, or -1 when invalid
 // (overlong forms and surrogates included).
