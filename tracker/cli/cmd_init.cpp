@@ -50,7 +50,7 @@ int cmd_init(const Args& args) {
   }
   std::string message = fmt::format("abtrack({}): init\n\n{}\n\nAbtrack-Experiment: {}\n", ctx.plan.experiment,
                                     ctx.plan.title, ctx.plan.experiment);
-  auto result = ctx.repo.commit([&](const gitstore::TreeView&) { return gitstore::Change{false, message, files, {}}; });
+  auto result = ctx.repo.commit([&](const gitstore::TreeView&) { return gitstore::Change{false, message, files, {}, {}}; });
   for (const auto& p : result.kept_edits) warn(fmt::format("{} changed while init ran; your version is kept", p));
   fmt::print("initialised {}: {} cells; committed {} ({})\n", ctx.plan.experiment, ctx.plan.cells().size(),
              fmt::join([&] {
