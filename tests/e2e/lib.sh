@@ -381,3 +381,26 @@ done_testing() {
   fi
   exit 0
 }
+
+# write_timed_bench WORK: bench.c, a small C program that times WORK iterations of a loop five
+# times and prints {"t": [microseconds x5]}; `sed` on its `#define WORK` line makes it slower.
+write_timed_bench() {
+  cat >bench.c <<EOF_BENCH
+#include <stdio.h>
+#include <time.h>
+#define WORK $1
+int main(void) {
+  volatile unsigned long x = 0;
+  printf("{\"t\": [");
+  for (int s = 0; s < 5; ++s) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (unsigned long i = 0; i < WORK; ++i) x += i ^ (x >> 3);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("%s%.1f", s ? ", " : "", (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3);
+  }
+  printf("]}\n");
+  return 0;
+}
+EOF_BENCH
+}

@@ -10,24 +10,7 @@ command -v cc >/dev/null || { echo "SKIP: no C compiler" >&2; DONE=1; exit 77; }
 
 new_repo bis
 BUILDS=$WORK/builds.log
-cat >bench.c <<'EOF2'
-#include <stdio.h>
-#include <time.h>
-#define WORK 400000
-int main(void) {
-  volatile unsigned long x = 0;
-  printf("{\"t\": [");
-  for (int s = 0; s < 5; ++s) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    for (unsigned long i = 0; i < WORK; ++i) x += i ^ (x >> 3);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    printf("%s%.1f", s ? ", " : "", (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3);
-  }
-  printf("]}\n");
-  return 0;
-}
-EOF2
+write_timed_bench 400000
 cat >abtrack.yaml <<EOF2
 experiment: bis
 doc: BIS.md
