@@ -120,7 +120,7 @@ TEST_CASE("export: per-run rows show the run's recorded comparison, not one agai
   CHECK(csv.find("\r\n4,O3,2,pass,90.405,3584,3,,,no comparison: the baseline was pending or not passing,") != std::string::npos);
 }
 
-TEST_CASE("export: exact and absolute changes; markdown rounds as the document does and names units") {
+TEST_CASE("export: exact and absolute changes, markdown rounds as the document does and names units") {
   auto p = sizes_plan();
   auto runs = sizes_runs(p);
   auto table = doc::export_table(p, runs, true);
@@ -131,7 +131,7 @@ TEST_CASE("export: exact and absolute changes; markdown rounds as the document d
   auto md = doc::format_export(table, doc::ExportFormat::md);
   CHECK(md.find("| opt | batch | n | outcome | t (us) | bytes (B) | corrupted | t delta_pct | t delta_abs (us) | t verdict |") !=
         std::string::npos);
-  CHECK(md.find("| O3 | 1 | 8 | pass | 90.4 | 3584 | 3 | -10.0% |  | better | ") != std::string::npos);
+  CHECK(md.find("| O3 | 1 | 8 | pass | 90.41 | 3584 | 3 | -10.0% |  | better | ") != std::string::npos);
   CHECK(md.find("| -12.5% |  | better (exact) |") != std::string::npos);
   CHECK(md.find("|  | +3 | worse (exact) |") != std::string::npos);
   // Every digit in CSV; a long median rounded in markdown.

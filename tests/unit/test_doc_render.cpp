@@ -92,7 +92,7 @@ TEST_CASE("the results table has a row per cell, pending cells marked, values es
   CHECK(doc::region_contents(spliced, "AB.md")["results"] == t);
 }
 
-TEST_CASE("a failed cell gets no verdict; rendering is deterministic") {
+TEST_CASE("a failed cell gets no verdict, rendering is deterministic") {
   auto p = demo_plan();
   auto cells = p.cells();
   std::vector<record::Record> recs{make_record(p, 1, cells[0], series(100, 20), 0.001),

@@ -113,7 +113,7 @@ TEST_CASE("nvbench: the value of a tagged summary per state, numbers written as 
         "no nvbench state matches 'Warps=32' (states: 'Device=0 Warps=4', 'Device=0 Warps=8', 'Device=0 Warps=16')");
 }
 
-TEST_CASE("a tool's JSON is found after log lines; scale multiplies every sample") {
+TEST_CASE("a tool's JSON is found after log lines, scale multiplies every sample") {
   std::string out = std::string("Benchmark 1: sleep 0.01\n  Time (mean): 11.5 ms\n") + kHyperfine + "\n";
   auto e = metrics::extract(metric(plan::Source::hyperfine, "times", "0\\.01$", 1e6), out);
   REQUIRE(e.ok());

@@ -93,7 +93,7 @@ TEST_CASE("metric source mistakes are all reported with positions") {
   for (std::size_t i = 0; i < want.size(); ++i) CHECK(errs[i].starts_with(want[i]));
 }
 
-TEST_CASE("a hyperfine field typo gets did-you-mean; a gate on a metric with a bad source adds no noise") {
+TEST_CASE("a hyperfine field typo gets did-you-mean, a gate on a metric with a bad source adds no noise") {
   auto errs = source_errors("  t: {hyperfine: mediam, scale: -0.0}\ngates: [t < 5]\n");
   REQUIRE(errs.size() == 2);
   CHECK(errs[0] == "abtrack.yaml:6:18: metric 't': hyperfine field 'mediam' is not one of mean, median, min, max, stddev, times, did you mean 'median'?");

@@ -76,7 +76,7 @@ TEST_CASE("a header read decodes the header alone and checks it") {
   CHECK_THROWS(record::decode_frame(std::string_view(bad).substr(8), record::Part::header));
 }
 
-TEST_CASE("a header view reads a cached header without building a record; a corrupt one is a miss") {
+TEST_CASE("a header view reads a cached header without building a record, a corrupt one is a miss") {
   fs::path dir = fs::temp_directory_path() / "abtrack-unit-cache-view";
   fs::remove_all(dir);
   record::RecordCache c(dir / "occ.records");

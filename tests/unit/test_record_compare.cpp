@@ -31,7 +31,7 @@ record::Record rec(int run, const std::string& v, const std::string& code, runne
 
 }  // namespace
 
-TEST_CASE("a cell pools the samples of its runs on the latest code; new code starts a new pool") {
+TEST_CASE("a cell pools the samples of its runs on the latest code, new code starts a new pool") {
   auto p = two_cells();
   std::string c1(40, '1'), c2(40, '2');
   std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2}), rec(2, "a", c1, runner::Outcome::pass, {3}),
@@ -108,7 +108,7 @@ TEST_CASE("a failed run anywhere in the pool fails the cell") {
   CHECK(cells[1].pooled_samples()["t"] == std::vector<double>{1, 2});
 }
 
-TEST_CASE("comparison against the baseline pool; uncomparable metrics are noted, not thrown") {
+TEST_CASE("comparison against the baseline pool, uncomparable metrics are noted, not thrown") {
   auto p = two_cells();
   std::string c(40, '1');
   std::vector<double> base, fast;

@@ -145,7 +145,7 @@ TEST_CASE("stats: under drift the paired analysis finds a 1% change far more oft
   CHECK(unpaired_still.worse >= 0.8 * trials);
 }
 
-TEST_CASE("stats: a within-round order effect biases a fixed order; alternation removes it (d)") {
+TEST_CASE("stats: a within-round order effect biases a fixed order, alternation removes it (d)") {
   // No drift; the second arm of each round runs 0.5% faster (warmer).
   Machine m{testing::Rng(45), 0};
   Tally paired_fixed, unpaired_fixed, paired_alt, unpaired_alt;

@@ -55,7 +55,7 @@ TEST_CASE("an entry is written into a slot with its size and checksum, and reads
   CHECK_FALSE(util::journal_entry_of(bytes_of(dir / "slot-0")));
 }
 
-TEST_CASE("a freed slot is reused in place; a held one or one with an entry left in it is not") {
+TEST_CASE("a freed slot is reused in place, a held one or one with an entry left in it is not") {
   auto dir = fresh_dir("reuse");
   {
     util::JournalSlot a(dir, "first");
