@@ -36,6 +36,7 @@ void add_revision_override(const plan::Plan& plan, const std::string& spec, std:
 std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::string, std::string>& overrides) {
   std::vector<Revision> out;
   std::optional<record::Code> worktree;  // one snapshot for every revision that names the work tree
+  const gitstore::PathSet data = data_paths(ctx);  // read once, not once per revision
   for (const auto& [name, planned] : ctx.plan.revisions) {
     Revision r;
     r.name = name;
@@ -54,7 +55,7 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
                     fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec),
                     "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE");
       r.code.commit = *commit;
-      r.code.tree = ctx.repo.tree_without(*commit, data_paths(ctx));
+      r.code.tree = ctx.repo.tree_without(*commit, data);
     }
     r.dir = tree_dir(ctx, r.code.tree);
     out.push_back(std::move(r));
