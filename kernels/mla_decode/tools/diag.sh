@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where the time goes: builds a patched copy of kernels/ whose decode kernels can skip their math
+# Where the time goes: a decode kernel timed with its math or its gathers switched off.
+# Builds a patched copy of kernels/ whose decode kernels can skip their math
 # (MLA_DEBUG_MODE=1: the gather pipeline alone) or their gathers after the first ring fill
 # (MLA_DEBUG_MODE=2: the math alone, on whatever the ring holds), and times both against the real
 # kernel side by side. The wgmma kernel is built with per-phase clock64 sums too

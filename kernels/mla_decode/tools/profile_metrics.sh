@@ -1,3 +1,9 @@
+#!/usr/bin/env bash
+# Nsight Compute metrics of one decode launch: pipe use, bank conflicts, stall reasons.
+# Usage (repository root, GPU machine), at B=64 h=32:
+#   PROFILE_CFG="--warps 8 --tile 32 --stages 2" bash kernels/mla_decode/tools/profile_metrics.sh
+# Builds build-device/ first if it holds no bench. Prints the metrics above 0.05 (and the time and
+# the instruction count always).
 set -u
 b=build-device/kernels/mla_decode_bench
 [ -x $b ] || { cmake -S kernels -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-device -j16 >/dev/null; }

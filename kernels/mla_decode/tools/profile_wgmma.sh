@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Nsight Compute on one decode kernel launch (default: the wgmma kernel at B=64 h=32): the
-# summary sections to $OUT/ncu_sections.txt, per-SASS-instruction counts and stall samples to
-# $OUT/ncu_sass.csv.gz. Usage: PROFILE_CFG="--math wgmma --warps 8 --tile 64 --stages 2" bash .../profile_wgmma.sh
+# Nsight Compute report of one decode launch (default: the wgmma kernel), by section and SASS line.
+# Usage (repository root, GPU machine), at B=64 h=32:
+#   OUT=DIR PROFILE_CFG="--math wgmma --warps 8 --tile 64 --stages 2" bash kernels/mla_decode/tools/profile_wgmma.sh
+# Writes the summary sections to $OUT/ncu_sections.txt and per-SASS-instruction counts and stall
+# samples to $OUT/ncu_sass.csv.gz. Builds build-device/ first if it holds no bench.
 set -u
 out="${OUT:-/tmp/mla_out}"
 mkdir -p "$out"
