@@ -12,6 +12,10 @@ namespace abtrack::kernels::mla_decode {
 enum class Math { mma, fma, wgmma };  // mma.sync m16n8k16 bf16 -> f32, scalar FMA (negative control), or
                                       // wgmma (two warpgroups, f16 tile in shared memory)
 enum class Dequant { cvt, bits };    // cvt.rn.f16x2.e4m3x2 chain, or the shift/mask bit trick
+// What L2 holds when a timed sample starts: none of the kernel's data either way; `dirty`: the
+// flush's written lines, which the kernel writes back to DRAM as it evicts them; `clean`: lines
+// read from a buffer the kernel never touches.
+enum class L2Flush { dirty, clean };
 
 // One variant of the kernel family.
 struct CudaConfig {

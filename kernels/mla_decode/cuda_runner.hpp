@@ -17,11 +17,6 @@ namespace abtrack::kernels::mla_decode {
 bool cuda_device_available(std::string& why);
 
 // Properties of device 0 that the driver reports with every run.
-// What L2 holds when a timed sample starts: none of the kernel's data either way; `dirty`: the
-// flush's written lines, which the kernel writes back to DRAM as it evicts them; `clean`: lines
-// read from a buffer the kernel never touches.
-enum class L2Flush { dirty, clean };
-
 struct DeviceInfo {
   std::string name;
   int sm_count = 0;
