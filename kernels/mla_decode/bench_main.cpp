@@ -62,6 +62,8 @@ CPU reference, times it, and prints one JSON object as the last line of stdout.
   --seed N              input seed (default 1)
   --scale X|default|model  softmax scale (default: 1/sqrt(576); model = 0.1352)
   --invalid-pct X       percentage of index slots set to -1 (default 0)
+  --reference-cache DIR keep the fp64 reference in DIR, keyed by a hash of every input byte it
+                        reads: a run with the same inputs reads it instead of computing it
   --l2-flush dirty|clean  CUDA: what L2 holds when a sample starts (default dirty: the flush's
                         written lines, which the kernel writes back as it evicts them; clean:
                         lines read from another buffer after the flush)
@@ -82,6 +84,7 @@ struct Options {
   std::uint64_t seed = 1;
   double scale = mla::default_softmax_scale();
   double invalid_pct = 0.0;
+  std::string reference_cache;  // empty: compute the reference every run
   mla::L2Flush l2_flush = mla::L2Flush::dirty;
 };
 
@@ -165,6 +168,9 @@ Options parse(int argc, char** argv, bool& help) {
     } else if (arg == "--dequant") {
       if (value != "cvt" && value != "bits") throw UsageError("--dequant must be cvt or bits, got '" + value + "'");
       o.cuda.dequant = value == "cvt" ? mla::Dequant::cvt : mla::Dequant::bits;
+    } else if (arg == "--reference-cache") {
+      if (value.empty()) throw UsageError("--reference-cache expects a directory");
+      o.reference_cache = value;
     } else if (arg == "--threads") {
       o.threads = static_cast<int>(parse_int(arg, value, 1, 4096));
     } else if (arg == "--samples") {
@@ -266,6 +272,11 @@ void print_summary(const std::string& what, const std::vector<double>& us, const
   if (!c.passed) std::fprintf(stderr, "mla_decode_bench: warning: check failed: %s\n", c.first_failure.c_str());
 }
 
+mla::Reference reference(const mla::Inputs& in, const Options& o) {
+  return o.reference_cache.empty() ? mla::reference_decode(in, o.scale)
+                                   : mla::reference_decode_cached(in, o.scale, o.reference_cache);
+}
+
 mla::Inputs make(const Options& o) {
   mla::IndexPattern pattern;
   pattern.invalid_fraction = o.invalid_pct / 100.0;
@@ -278,7 +289,7 @@ int run_cpu(const Options& o) {
   cfg.threads = o.threads;
   cfg.splits = o.cuda.splits;
   const mla::Inputs in = make(o);
-  const mla::Reference ref = mla::reference_decode(in, o.scale);
+  const mla::Reference ref = reference(in, o);
   std::vector<double> us;
   mla::Outputs got;
   for (int i = 0; i < o.warmup + o.samples; ++i) {
@@ -343,7 +354,7 @@ int run_cuda(const Options& o) {
   mla::CudaDecoder decoder(in, o.scale);
   const mla::LaunchPlan plan = decoder.plan(o.cuda);
   if (!plan.feasible) return print_infeasible(o, info.name, plan.why, plan.smem_bytes, plan.splits);
-  const mla::Reference ref = mla::reference_decode(in, o.scale);
+  const mla::Reference ref = reference(in, o);
 
   decoder.poison();
   decoder.launch(plan);

@@ -3,6 +3,8 @@
 
 #include "problem.hpp"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace abtrack::kernels::mla_decode {
@@ -16,5 +18,16 @@ struct Reference {
 
 // Computes the reference with `threads` worker threads (0 = all hardware threads).
 Reference reference_decode(const Inputs& in, double softmax_scale, int threads = 0);
+
+// A 64-bit key of everything the reference reads: q, the indices, every pool row they point to,
+// the scale, and kReferenceVersion (bumped whenever reference_decode's arithmetic changes).
+inline constexpr std::uint64_t kReferenceVersion = 1;
+std::uint64_t reference_key(const Inputs& in, double softmax_scale);
+
+// reference_decode, kept in `dir` as <key>.ref: a later call with the same inputs reads the file
+// instead of computing it again (seconds of fp64 work per call at large shapes). A missing or
+// malformed file is computed and (atomically) replaced; `dir` is created when missing.
+Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir,
+                                  int threads = 0);
 
 }  // namespace abtrack::kernels::mla_decode

@@ -55,4 +55,15 @@ assert j["rel_err"] <= 6.7e-3 and j["corruption_pct"] == 0, j
 assert j["feasible"] is True and j["device"] == "cpu" and j["splits"] == 3 and j["splits_used"] == 3, j
 ' "$tmp/json"
 fi
+
+# --reference-cache: the first run writes one .ref file, the second reads it and checks the same.
+for i in 1 2; do
+  "$bench" --device cpu --batch 2 --heads 32 --topk 128 --pool 512 --tile 32 --threads 2 --samples 1 \
+    --reference-cache "$tmp/refs" >"$tmp/out$i" 2>"$tmp/err"; rc=$?
+  check "cached cpu run $i exits 0 (got $rc: $(cat "$tmp/err"))" test "$rc" -eq 0
+done
+check "one reference file kept" test "$(ls "$tmp/refs" | grep -c '\.ref$')" -eq 1
+check "the cached run checks the same" test "$(grep -o '"rel_err": [^,]*' "$tmp/out1")" = "$(grep -o '"rel_err": [^,]*' "$tmp/out2")"
+"$bench" --device cpu --reference-cache "" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--reference-cache '' exits 2 (got $rc)" test "$rc" -eq 2
 checks_done

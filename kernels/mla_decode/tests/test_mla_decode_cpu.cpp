@@ -11,8 +11,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace mla = abtrack::kernels::mla_decode;
 
@@ -194,6 +197,59 @@ MLA_TEST("tiny") {
         }
   }
   MLA_CHECK(variants == 54, "ran %d variants", variants);
+}
+
+// The reference cache: a hit returns what the file holds (the file is read, not recomputed), the
+// key follows every byte the reference reads and no other, and a malformed file is recomputed.
+MLA_TEST("reference_cache") {
+  const mla::Inputs in = tiny_inputs(5);
+  const double scale = mla::default_softmax_scale();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mla_ref_cache_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const mla::Reference direct = mla::reference_decode(in, scale, 2);
+  const mla::Reference first = mla::reference_decode_cached(in, scale, dir.string(), 2);
+  MLA_CHECK(first.out == direct.out && first.lse == direct.lse, "a miss computes the reference");
+  int files = 0;
+  std::filesystem::path file;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) file = e.path(), ++files;
+  MLA_CHECK(files == 1 && file.extension() == ".ref", "one .ref file written, found %d", files);
+
+  // Change one output value inside the file: a hit must return it.
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    const double marker = 12345.0;
+    f.seekp(16);
+    f.write(reinterpret_cast<const char*>(&marker), sizeof marker);
+  }
+  const mla::Reference hit = mla::reference_decode_cached(in, scale, dir.string(), 2);
+  MLA_CHECK(hit.out[0] == 12345.0 && hit.lse == direct.lse, "a hit reads the file");
+
+  // Truncated: computed again and the file replaced.
+  std::filesystem::resize_file(file, 20);
+  const mla::Reference again = mla::reference_decode_cached(in, scale, dir.string(), 2);
+  MLA_CHECK(again.out == direct.out && std::filesystem::file_size(file) > 20, "a malformed file is recomputed");
+
+  // The key: a referenced pool row, q and the scale change it; an unreferenced row does not.
+  const std::uint64_t key = mla::reference_key(in, scale);
+  mla::Inputs other = in;
+  std::int32_t referenced = -1;
+  for (std::size_t i = 0; referenced < 0; ++i) referenced = in.indices[i];
+  other.pool[static_cast<std::size_t>(referenced) * mla::kTokenBytes + 7] ^= 1;
+  MLA_CHECK(mla::reference_key(other, scale) != key, "a referenced byte changes the key");
+  other = in;
+  other.q[3] ^= 1;
+  MLA_CHECK(mla::reference_key(other, scale) != key, "q changes the key");
+  MLA_CHECK(mla::reference_key(in, mla::model_softmax_scale()) != key, "the scale changes the key");
+  std::vector<bool> used(static_cast<std::size_t>(in.shape.pool), false);
+  for (const std::int32_t t : in.indices)
+    if (t >= 0) used[static_cast<std::size_t>(t)] = true;
+  std::size_t unused = 0;
+  while (used[unused]) ++unused;
+  other = in;
+  other.pool[unused * mla::kTokenBytes] ^= 1;
+  MLA_CHECK(mla::reference_key(other, scale) == key, "an unreferenced row leaves the key");
+  std::filesystem::remove_all(dir);
 }
 
 // The lazy rescaling's rare path: in later 64-slot runs, tokens whose scores are higher than the
