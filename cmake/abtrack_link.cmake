@@ -1,4 +1,4 @@
-# How abtrack links its libraries. Start-up is part of every step's cost (docs/PERFORMANCE.md §2):
+# How abtrack links its libraries. Start-up is part of every step's cost:
 # resolving 23 shared objects took ~3 ms before `main`. Where Debian ships the archives
 # (libgit2-dev, libmbedtls-dev, libssh2-1-dev, libssl-dev, libpcre2-dev, zlib1g-dev,
 # libhttp-parser-dev, libyaml-cpp-dev), libgit2, its dependencies and yaml-cpp are linked

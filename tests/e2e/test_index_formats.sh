@@ -76,7 +76,7 @@ expect_clean
 
 step "the status walk reads the index without the records, and still sees a racily clean edit"
 # With records in runs/, abtrack's status walk reads a copy of the index without them (libgit2
-# would parse every record's entry: docs/PERFORMANCE.md §2.13). The copy has the index file's
+# would parse every record's entry: ~0.45 ms of a step at 1000 runs). The copy has the index file's
 # modification time, so an entry that is racily clean (its file changed in the index's own
 # second, at the same size) has its content looked at again, as git does: the edit is seen.
 git config core.trustctime false  # the inode, size and modification time below are the whole stat data

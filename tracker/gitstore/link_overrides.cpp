@@ -1,8 +1,8 @@
 // What abtrack puts in place of parts of libgit2's dependencies it never uses, at link time.
 // Only when libgit2 is linked statically (cmake/abtrack_link.cmake): the --wrap options there
 // send libgit2's calls of the wrapped mbedTLS functions to the __wrap_ functions here, and the
-// GSSAPI definitions replace a shared library. Each costs abtrack start-up time (docs/
-// PERFORMANCE.md §2) in code that only a network transport (fetch, push, clone) would use, and
+// GSSAPI definitions replace a shared library. Each costs abtrack start-up time (part of every
+// step) in code that only a network transport (fetch, push, clone) would use, and
 // abtrack has none; each fails or stays secure, never crashes, should that code ever run.
 //
 // The linker takes this archive member only because repository.cpp's ensure_init() calls

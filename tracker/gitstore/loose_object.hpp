@@ -2,7 +2,7 @@
 // A loose object (objects/ab/cdef...) written with its content stored, not compressed. A step's
 // largest object is the tree of runs/<experiment>/ (37 KB at 1000 runs, 370 KB at 10,000): its
 // entries' binary ids hardly compress (37,000 -> 24,500 bytes), and zlib's level 1 took ~0.35 ms
-// of a step for them (docs/PERFORMANCE.md §2.11). Stored deflate blocks are a valid zlib stream:
+// of a step for them. Stored deflate blocks are a valid zlib stream:
 // git and libgit2 read the object like any other (as with git's core.looseCompression=0), and
 // git gc compresses it when it packs.
 #include <filesystem>

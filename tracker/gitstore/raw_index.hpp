@@ -2,7 +2,7 @@
 // The index file (.git/index) with a few entries put in, from its bytes: what a commit's sync
 // does for the record, the document and the plot it wrote. libgit2 1.5 re-reads, re-sorts and
 // re-serialises every entry for that (git_index_add + git_index_write: ~0.6 ms with the 1000
-// records of a long experiment, docs/PERFORMANCE.md §2.11); copying the other entries' bytes
+// records of a long experiment); copying the other entries' bytes
 // around the new ones does the same. Only the index formats it knows are handled (versions 2
 // and 3 with SHA-1 ids); anything else is left to libgit2 (nullopt).
 #include <array>

@@ -3,7 +3,7 @@
 // commit does to runs/<experiment>/, a folder of thousands of records that gains one. libgit2's
 // git_tree_create_updated loads such a folder into a tree builder (an allocation and a hash-map
 // insert per entry), sorts it and writes it out again: ~0.4 ms at 1000 entries and several at
-// 10,000 (docs/PERFORMANCE.md §2.10); copying the bytes around the insertion point does the same.
+// 10,000; copying the bytes around the insertion point does the same.
 #include <array>
 #include <cstdint>
 #include <functional>

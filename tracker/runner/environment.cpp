@@ -74,8 +74,8 @@ class Nvml {
     m_ok = init && count && handle && init() == kNvmlSuccess;
   }
   // Neither nvmlShutdown nor dlclose: NVML stays initialised until the process exits, when the
-  // driver releases its state. nvmlShutdown took 4.3-5.0 ms on the H200 host (docs/
-  // PERFORMANCE.md §2.5), a tenth of a step there, for nothing a short-lived command needs.
+  // driver releases its state. nvmlShutdown took 4.3-5.0 ms on an H200 host, a tenth of a step
+  // there, for nothing a short-lived command needs.
   ~Nvml() = default;
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;

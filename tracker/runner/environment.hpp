@@ -34,7 +34,7 @@ Environment probe_environment();
 
 // The same fingerprint read once per process, on a thread of its own: start_environment_probe()
 // starts it (a command that records runs calls it just before the first command starts, so that
-// NVML's ~25 ms on a GPU host overlap the command: docs/PERFORMANCE.md §2.5) and environment()
+// NVML's ~25 ms on a GPU host overlap the command) and environment()
 // waits for it, starting it if nobody did. The GPUs' clocks and temperature are then those of
 // the first command's run.
 void start_environment_probe();

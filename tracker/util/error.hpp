@@ -7,7 +7,7 @@
 
 namespace abtrack {
 
-// Process exit codes (DESIGN.md §1).
+// Process exit codes (README.md lists them under "Commands").
 enum class Exit : int {
   ok = 0,
   run_failed = 1,   // a run failed or was invalid (it is still committed)
