@@ -30,8 +30,8 @@
 // no combine kernel: 2, 4 or 8 splits run as a cluster whose CTAs combine each other's
 // accumulators through distributed shared memory (m and l pushed to every CTA before the first
 // cluster barrier, the second one's wait left for the exit); other counts are combined by the last
-// CTA of a (batch row, head block) to finish, from f16 partials. Design and measurements:
-// docs/mla-decode-kernels.md, sessions 4 to 14.
+// CTA of a (batch row, head block) to finish, from f16 partials. Design: docs/mla-decode-kernels.md;
+// measurements: the kernel's experiments under runs/.
 #include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
 
@@ -64,10 +64,10 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #endif
 // k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
 // write instead of the math warps, while those swap partials and run the softmax (0: the math
-// warps write all of it, as in session 6; needed with fewer than 4 producer warps). Session 7,
-// B=64 h=32: 0 48.7 us, 2 48.0, 3 47.7, 4 47.7, 5 48.0, 6 49.0, 8 50.1 (the producers then hold
-// up O^T). Session 12, once the softmax lost its vote barrier (a shorter window beside the
-// producers' conversion), side by side: 4 46.08 us, 3 45.58, 2 45.20 / 45.10, 1 44.90, 0 45.70.
+// warps write all of it; needed with fewer than 4 producer warps). 1 is fastest: the softmax
+// (no vote barrier) leaves a short window beside the producers' conversion, and more k-steps
+// make the producers hold up O^T. Side by side at B=64 h=32: 4 k-steps 46.08 us, 3 45.58,
+// 2 45.20 / 45.10, 1 44.90, 0 45.70.
 // With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
 // refill the only slot after converting, and the gather would wait (66 against 53 us).
 #ifndef ABTRACK_WGMMA_PRODUCER_KS
@@ -84,9 +84,9 @@ static_assert(kProducerKs == 0 || kProducers == 4,
 // Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
 // K fragments (72) at once; the producer's warpgroup needs fewer. setmaxnreg only moves registers
 // between the CTA's warps: 2 x 128 x 224 + 128 x 56 = 64,512 = 384 x 168, what the CTA is launched
-// with (more, and setmaxnreg.inc waits forever: session 6's first producer conversion hung so).
-// -DABTRACK_WGMMA_MATH_REGS=232 leaves the producers 40 (session 6; with the conversion of 4
-// k-steps 0.1-0.3 us slower than 224 / 56 at every shape measured).
+// with (more, and setmaxnreg.inc waits forever: the kernel hangs).
+// -DABTRACK_WGMMA_MATH_REGS=232 leaves the producers 40 (with the producers converting 4
+// k-steps, 0.1-0.3 us slower than 224 / 56 at every shape measured).
 #ifndef ABTRACK_WGMMA_MATH_REGS
 #define ABTRACK_WGMMA_MATH_REGS 224
 #endif
@@ -266,9 +266,9 @@ __device__ __forceinline__ void convert_kstep(const std::uint8_t* k0, const std:
 }
 // Four 8 x 8 f16 matrices from a warp's fragments (register i of every lane: matrix i, row
 // lane / 4, columns 2 (lane % 4) and + 1), each to 8 rows of 16 bytes; lane l gives the address
-// of row l % 8 of matrix l / 8. Session 13: the V tile's k-steps and P stored so, one instruction
-// where there were 4 (V) and 8 (P) plain stores, side by side with the session 12 kernel (with the
-// 16-byte partial swap below; 5 repetitions): B=64 h=32 44.75 -> 44.59 us, B=128 76.18 -> 75.09,
+// of row l % 8 of matrix l / 8. The V tile's k-steps and P are stored so: one instruction where
+// plain stores take 4 (V) and 8 (P). Against plain stores (with the 16-byte partial swap below;
+// 5 repetitions): B=64 h=32 44.75 -> 44.59 us, B=128 76.18 -> 75.09,
 // h=64 74.98 -> 73.42, B=16 26.46 -> 26.34.
 __device__ __forceinline__ void stsm_x4(std::uint32_t addr, const std::uint32_t (&f)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(f[0]), "r"(f[1]),
@@ -340,7 +340,7 @@ __device__ long long g_stamps[kStamps];
 
 // The wgmma kernel's split partials (normalized O, bounded by the V values the f16 V tile holds)
 // as f16, in the first half of the f32 partial buffer: half the bytes the last CTA reads
-// (session 13, side by side with f32: B=16 (8 splits) 26.17 -> 25.05 us, B=64 with 4 splits
+// (side by side with f32: B=16 (8 splits) 26.17 -> 25.05 us, B=64 with 4 splits
 // 61.72 -> 60.12; rel_err 1.68 -> 1.69e-3).
 __device__ __forceinline__ __half* part_o16(const KernelParams& p) { return reinterpret_cast<__half*>(p.part_o); }
 
@@ -421,7 +421,7 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
 // p.cluster folded in and the other epilogues gone (B=64 h=32: 47.60 -> 47.01 us with the cluster
 // folded in, then 46.83 -> 46.42 with the split count). kClusterSplits 0: the build for other
 // launches, p.cluster a run-time flag: built without the cluster path, those shapes ran 0.2-1.5 us
-// slower (docs/mla-decode-kernels.md, session 11).
+// slower, so the general build keeps it.
 template <int kPks, int kClusterSplits>
 __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
   const bool clustered = kClusterSplits > 0 || p.cluster;
@@ -482,8 +482,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   }
 
   // The split's indices (-1 past topk) in shared memory, by the math threads, four loads in
-  // flight per thread. The producers do not wait for them (session 10: at B=16 0.56 us sooner,
-  // at B=64 0.1): they load the indices of their first `stages` tiles themselves and issue
+  // flight per thread. The producers do not wait for them (a block-wide barrier here cost 0.56
+  // us at B=16, 0.1 at B=64): they load the indices of their first `stages` tiles themselves and issue
   // those tiles at once; idx_s is filled before the math warps arrive at the barriers that
   // precede the producers' later tiles (kBarEmpty, kBarVFree).
   auto index_at = [&p, row = b, first = t_first, n = n_tiles](int j) {  // the split's j-th index
@@ -509,7 +509,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     named_arrive(kBarInit, kThreads);
   }
   ABTRACK_STAMP(0);  // the indices stored (their loads returned)
-  ABTRACK_STAMP(1);  // (no block-wide barrier here since session 10: the same as stamp 0)
+  ABTRACK_STAMP(1);  // (no block-wide barrier here: the same as stamp 0)
 
   // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
   // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
@@ -614,8 +614,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8). The rows
   // were loaded before the indices (above).
   // Each row's largest magnitude: this lane's part of each of its rows, then per row over the
-  // warp. (Session 10 tried lane l converting row (r + l) % 4 at step r, against the 32-way
-  // bank conflicts of the stores below: 1.0-1.5 us slower at every shape.)
+  // warp. (Lane l converting row (r + l) % 4 at step r, against the 32-way bank conflicts of
+  // the stores below, was 1.0-1.5 us slower at every shape.)
   float part[4], cs_row[4];
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
@@ -781,7 +781,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     // partial for them, swapped through shared memory in accumulator order (the same thread of
     // the other warpgroup holds the same rows and columns).
     const int wt = tid & 127;
-    // (16-byte vectors: session 13, with the stmatrix stores, against 4-byte words 0.1-0.5 us)
+    // (16-byte vectors: 0.1-0.5 us faster than 4-byte words)
     float4* const xchg4 = reinterpret_cast<float4*>(xchg_s);  // [2 wg][2 halves][128 threads]
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
@@ -942,8 +942,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     l_s[tid] = l;
     if (clustered) {
       // This CTA's m and l into every CTA's peer_ml_s[rank]: remote stores, which nobody waits
-      // for (the cluster barrier below makes them visible), where the combine's weights loaded
-      // them from the other CTAs after that barrier (session 14, with the early arrival below).
+      // for (the cluster barrier below makes them visible), instead of the combine's weights
+      // loading them from the other CTAs after that barrier (0.2 us faster at B=64 h=32).
       const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;
       const int rank = cluster_rank();
       const float m = m_s[tid];
@@ -1037,7 +1037,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     ABTRACK_STAMP(14);  // the others' blocks added
     // Done reading the other CTAs: the arrival now, the wait (that they are done reading this
     // one) only before the CTA leaves, so the stores below overlap the slower CTA's reads
-    // (session 14: CTA 0's second barrier 1.5 K cycles -> 50).
+    // (CTA 0's wait at the second barrier: 1.5 K cycles -> 50).
     cluster_arrive();
 #pragma unroll
     for (int mb = 0; mb < 4; ++mb)
