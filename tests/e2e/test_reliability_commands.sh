@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Misbehaving commands (issue 5), beyond what test_running.sh covers (timeouts, missing
+# Misbehaving commands, beyond what test_running.sh covers (timeouts, missing
 # command, exit status, signals, NaN/missing metrics, a 200 KB stdout): a 400 MB stdout flood
 # with abtrack's peak RSS under 200 MB and a small record; binary garbage on stdout; output
 # without a final newline; a command that closes stdout and keeps running (waited for, not

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Concurrency at scale (issue 5): 8 processes x 10 steps on one repository number the runs
+# Concurrency at scale: 8 processes x 10 steps on one repository number the runs
 # 1..80 without gaps or duplicates on a linear history, lose nothing and leave no lock file;
 # a stale git ref lock (left by a crashed git) is reported with its path after a bounded wait,
 # exit 3, and the measurement is not lost: it stays in the journal and the next invocation

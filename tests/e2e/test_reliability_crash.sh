@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety (issue 5): `abtrack run` killed with SIGKILL at many points (setup, command,
+# Crash safety: `abtrack run` killed with SIGKILL at many points (setup, command,
 # journal, commit, work-tree sync): after each kill `git fsck --strict` passes, the document's
 # regions parse (never half-written), and the next `abtrack run` commits what was measured and
 # journaled and finishes every pending cell; no measurement is committed twice and runs are

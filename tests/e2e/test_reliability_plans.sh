@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile or broken plans (issue 5), beyond test_plan_errors.sh: YAML alias bombs ("billion
+# Hostile or broken plans, beyond test_plan_errors.sh: YAML alias bombs ("billion
 # laughs") are refused fast and in little memory; every bad plan exits 2 with FILE:LINE:COL and
 # writes nothing anywhere: no commit, no document, no runs/, and nothing under .git (no
 # .git/abtrack state, no journal, no lock, no object).

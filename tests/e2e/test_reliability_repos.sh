@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The user's repository (issue 5): a linked worktree (the step commits on the worktree's
+# The user's repository: a linked worktree (the step commits on the worktree's
 # branch, the main checkout is untouched, the journal and commit lock are shared in the common
 # git dir); a repository owned by another user (exit 3 naming the path and the safe.directory
 # fix); extensions.worktreeConfig (exit 3, clear message); a split index (exit 3, clear

@@ -4,7 +4,11 @@
 # Everything lives in $ABTRACK_SLURM_DIR (default /tmp/abtrack-slurm); clients find it through
 # $ABTRACK_SLURM_DIR/env.sh (SLURM_CONF). Fails, saying why, when the cluster cannot start:
 # the tests that need it must not pass silently. tests/slurm/down.sh tears it down.
-# Pitfalls this handles: /work/shared/docs/slurm.md.
+# Pitfalls it handles (Debian 12, Slurm 22.05, no systemd, no cgroups): munged's socket in a
+# private folder (there is no /run/munge), the node line from `slurmd -C` (CPUs= alone mismatches
+# sockets and cores), pretend GPUs with File= in gres.conf (without it the node drains), a fresh
+# state folder each time (a drained node stays drained), and copies of the daemons' pid files
+# (they delete them on shutdown, before down.sh needs them).
 set -u
 D=${ABTRACK_SLURM_DIR:-/tmp/abtrack-slurm}
 fail() { echo "slurm bring-up failed: $*" >&2; for f in "$D"/log/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done; exit 1; }
