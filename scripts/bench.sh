@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# Bookkeeping benchmarks (issue: "per-step overhead below the git CLI's own commit"), measured
-# side by side on the same repositories. Results go to docs/PERFORMANCE.md by hand.
+# abtrack's bookkeeping cost, measured side by side with the git CLI doing the same work
+# (docs/PERFORMANCE.md). Prints two markdown tables.
 #
-#   scripts/bench.sh [build-dir]        (default build/; needs hyperfine, git, python3)
-#   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the interleaved step measurement; default 60)
+#   scripts/bench.sh [build-dir]        (default build/; needs git, python3 and hyperfine)
+#   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the step measurement; default 60)
+#   BENCH_KEEP=1 scripts/bench.sh       (keep the temporary folder, e.g. to read the document)
 #
-# 1. `abtrack step` on a trivial command vs. a shell script doing the same bookkeeping with the
-#    git CLI (write a record and a document line, git add both, git commit), at 10 and 1000 runs,
-#    with and without the plot: interleaved round by round (bench/paired.py), ratios per round.
+# 1. One bookkeeping step: `abtrack step` on a trivial command against a shell script doing the
+#    same with the git CLI (the newest record copied into runs/bench/ as the next run, a line
+#    appended to the experiment's document, `git add` both, `git commit`), in repositories with
+#    10 and 1000 runs of history, with the plot and without (`plot: false`). The measurement is
+#    itself an abtrack experiment, in a repository of its own beside the measured ones: cells
+#    tool x history x plot, baseline tool=gitcli, run with `abtrack run --rounds N` (each round
+#    runs the 8 cells once, in a shuffled order), so every abtrack cell is compared with the git
+#    CLI in the same repository paired by round (docs/statistics.md). Each run times one step and
+#    puts the measured repository back to its history afterwards (untimed), so "10 runs" stays
+#    10. Printed: `abtrack check --format md` of that experiment, and the growth from 10 to 1000
+#    runs as a ratio of the pooled medians.
 # 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
 #
-# The repositories go under $TMPDIR (mktemp -d), so TMPDIR picks the file system measured
-# (PERFORMANCE.md §2.12 ran it on ext4 with and without a journal, XFS and tmpfs); the file
-# system is printed first. On ext4 without a journal (the VM of docs/PERFORMANCE.md), creating a
-# file gets slower for a few minutes after many files were deleted, and this script deletes
-# ~30,000 when it ends: run it again only after a few idle minutes, or expect the "slow phase" of
-# PERFORMANCE.md §2.11.
+# The repositories go under $TMPDIR (mktemp -d), so TMPDIR picks the file system measured; it is
+# printed first. On ext4 without a journal, creating files gets slower for a few minutes after
+# many were deleted, and this script deletes ~30,000 when it ends: run it again only after a few
+# idle minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 abtrack="$build/abtrack"
+rounds=${BENCH_ROUNDS:-60}
 [ -x "$abtrack" ] || { echo "bench: build abtrack first ($abtrack)" >&2; exit 2; }
 command -v hyperfine >/dev/null || { echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 2; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${BENCH_KEEP:-}" ]; then trap 'echo "bench: kept $work" >&2' EXIT; else trap 'rm -rf "$work"' EXIT; fi
 out="$work/results"
 mkdir -p "$out"
 # The file system the repositories are on, and for ext4 whether it has a journal (jbd2 lists the
@@ -35,7 +43,7 @@ if [ "$fs_type" = ext2/ext3 ]; then  # stat's name for ext4 too
   journal="without a journal"
   ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-" && journal="with a journal"
 fi
-echo "bench: repositories in $work: $fs_type $journal on $dev"
+echo "bench: repositories in $work: $fs_type $journal on $dev; $rounds rounds"
 
 history() {  # history DIR N: an experiment with N runs, its document rendered and committed
   python3 "$here/bench/make_history.py" "$1" "$2"
@@ -44,8 +52,7 @@ history() {  # history DIR N: an experiment with N runs, its document rendered a
 
 # The git CLI doing what one step does: a record as large as the step's, written where the step
 # writes records (runs/bench/, a folder of 10 or 1000 files), a line appended to the experiment's
-# document, add, commit. Every repository is reset after each timed command, so neither the
-# script's records nor its line outlive the command that wrote them.
+# document, add, commit.
 cat >"$work/git-step.sh" <<'SH'
 #!/bin/sh
 set -e
@@ -58,49 +65,88 @@ printf '| %d | variant=a batch=1 | pass |\n' "$n" >>BENCH_AB.md
 git add "$f" BENCH_AB.md
 git commit -q -m "run $n" -m "Abtrack-Run: $n"
 SH
-# Sessions 1 to 6 measured against this lighter script: a 60-byte record in a folder of its own
-# (runs/gitcli/, one file), the line in a copy of the document. Kept as a reference column.
-cat >"$work/git-own.sh" <<'SH'
-#!/bin/sh
-set -e
-mkdir -p runs/gitcli
-n=$(ls runs/bench runs/gitcli | wc -l)
-n=$((n + 1))
-f=$(printf 'runs/gitcli/%04d.json' "$n")
-printf '{"schema": 1, "run": %d, "metrics": {"t": {"samples": [1, 2, 3]}}}\n' "$n" >"$f"
-[ -f GITCLI.md ] || cp BENCH_AB.md GITCLI.md
-printf '| %d | variant=a batch=1 | pass |\n' "$n" >>GITCLI.md
-git add "$f" GITCLI.md
-git commit -q -m "run $n" -m "Abtrack-Run: $n"
+# One timed step of TOOL in the repository PLOT-HISTORY, printed as {"ms": T}; the repository is
+# reset to its history (refs/bench/base) afterwards, untimed. bash's $EPOCHREALTIME reads the
+# clock without starting a process, so the interval holds the step's process and nothing else.
+cat >"$work/time-step.sh" <<'SH'
+#!/usr/bin/env bash
+set -eu
+cd "$(dirname "$0")/$3-$2"
+case $1 in
+  abtrack) step=("$ABTRACK" -q step --cell variant=a,batch=1) ;;
+  gitcli) step=(../git-step.sh) ;;
+  *) echo "time-step.sh: unknown tool $1" >&2; exit 2 ;;
+esac
+s=$EPOCHREALTIME
+"${step[@]}" >/dev/null
+e=$EPOCHREALTIME
+git reset -q --hard refs/bench/base
+us=$(( ${e//[.,]/} - ${s//[.,]/} ))
+printf '{"ms": %d.%03d}\n' $((us / 1000)) $((us % 1000))
 SH
-chmod +x "$work/git-own.sh"
-chmod +x "$work/git-step.sh"
+chmod +x "$work/git-step.sh" "$work/time-step.sh"
 
-# The step measurements, interleaved (bench/paired.py): each round runs abtrack step and the git
-# CLI script at 10 and at 1000 runs of history, with and without the plot (`plot: false`), in a
-# shuffled order; every repository is reset to its history after each command (untimed), so "10
-# runs" stays 10. Ratios are taken within a round: drift on a noisy machine cancels.
+# The measured repositories: svg-N with the plot, none-N with `plot: false`.
 for n in 10 1000; do
-  history "$work/h$n" "$n"
-  history "$work/np$n" "$n"
-  (cd "$work/np$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "plan: plot: false")
+  history "$work/svg-$n" "$n"
+  history "$work/none-$n" "$n"
+  (cd "$work/none-$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "plan: plot: false")
+  for p in svg none; do git -C "$work/$p-$n" update-ref refs/bench/base HEAD; done
 done
-step="$abtrack -q step --cell variant=a,batch=1"
-python3 "$here/bench/paired.py" --rounds "${BENCH_ROUNDS:-60}" --warmup 3 --reset-git --json "$out/step.json" \
-  "step@10=$work/h10::$step" "git@10=$work/h10::$work/git-step.sh" \
-  "step@1000=$work/h1000::$step" "git@1000=$work/h1000::$work/git-step.sh" \
-  "step-noplot@10=$work/np10::$step" "git-noplot@10=$work/np10::$work/git-step.sh" \
-  "step-noplot@1000=$work/np1000::$step" "git-noplot@1000=$work/np1000::$work/git-step.sh" \
-  "git-own@10=$work/h10::$work/git-own.sh" "git-own@1000=$work/h1000::$work/git-own.sh" \
-  "10 runs=step@10/git@10" "1000 runs=step@1000/git@1000" "growth=step@1000/step@10" \
-  "10 runs, plot: false=step-noplot@10/git-noplot@10" "1000 runs, plot: false=step-noplot@1000/git-noplot@1000" \
-  "growth, plot: false=step-noplot@1000/step-noplot@10" \
-  "10 runs, against the sessions 1-6 script=step@10/git-own@10" "1000 runs, against the sessions 1-6 script=step@1000/git-own@1000"
+
+# The measuring experiment, in a repository of its own.
+git init -q -b main "$work/measure"
+git -C "$work/measure" config user.name bench && git -C "$work/measure" config user.email bench@localhost
+cat >"$work/measure/abtrack.yaml" <<YAML
+experiment: step
+doc: STEP.md
+title: "One bookkeeping step: abtrack against the git CLI"
+what: >-
+  abtrack step on a trivial command, and a shell script doing the same bookkeeping with the git
+  CLI, in repositories of 10 and 1000 runs, with the plot and without.
+why: >-
+  A step's bookkeeping should cost less than the git CLI's own commit of the same files, and
+  grow little with the history.
+how: >-
+  Each run times one step in a measured repository (a repository of its own, beside this one)
+  and resets that repository to its history afterwards, untimed. abtrack run --rounds runs the 8
+  cells once per round in a shuffled order, so each abtrack cell is compared with the git CLI
+  paired by round.
+axes:
+  tool: [gitcli, abtrack]
+  history: [10, 1000]
+  plot: [svg, none]
+baseline: {tool: gitcli}
+# Three untimed steps of every cell before the first round (caches, page cache).
+setup: >-
+  for i in 1 2 3; do for t in gitcli abtrack; do for h in 10 1000; do for p in svg none;
+  do $work/time-step.sh \$t \$h \$p >/dev/null || exit 1; done; done; done; done
+env: {ABTRACK: $abtrack}
+command: $work/time-step.sh {tool} {history} {plot}
+metrics:
+  ms: {json: ms, better: lower, unit: ms}
+YAML
+(cd "$work/measure" && "$abtrack" -q init \
+  && "$abtrack" -q run --rounds "$rounds" >/dev/null)
+
+echo
+(cd "$work/measure" && "$abtrack" -q check --format md) || true
+(cd "$work/measure" && "$abtrack" -q export --cells --format json) >"$out/cells.json"
+python3 - "$out/cells.json" <<'PY'
+import json, sys
+rows = {(r["tool"], str(r["history"]), r["plot"]): r["ms"] for r in json.load(open(sys.argv[1]))}
+print("\n| growth, 1000 runs / 10 runs (ratio of the medians) | plot | plot: false |\n| --- | ---: | ---: |")
+for tool in ("abtrack", "gitcli"):
+    cols = [f"{rows[(tool, '1000', p)] / rows[(tool, '10', p)]:.2f}x" for p in ("svg", "none")]
+    print(f"| {tool} | {cols[0]} | {cols[1]} |")
+PY
+
 for n in 1000 10000; do
-  [ -d "$work/h$n" ] || history "$work/h$n" "$n"
-  (cd "$work/h$n" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
+  d="$work/svg-$n"
+  [ -d "$d" ] || history "$d" "$n"
+  (cd "$d" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
      -n "status ($n)" "$abtrack -q status" -n "log ($n)" "$abtrack -q log" \
-     -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify")
+     -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify") >/dev/null
 done
 
 python3 - "$out" <<'PY'
