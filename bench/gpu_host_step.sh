@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A step's cost on a GPU host (docs/PERFORMANCE.md §2.5): `abtrack step` with a trivial command
+# A step's cost on a GPU host (docs/PERFORMANCE.md, "On a GPU host"): `abtrack step` with a trivial command
 # in a scratch repository, for one or more abtrack binaries interleaved round by round, then each
 # NVML call the GPU fingerprint makes, timed on its own (python3 + ctypes).
 #   bench/gpu_host_step.sh ROUNDS ABTRACK [ABTRACK...]     (prints "name microseconds" lines, then medians)
