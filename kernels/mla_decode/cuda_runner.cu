@@ -6,9 +6,6 @@
 #ifndef ABTRACK_WGMMA_CLUSTER
 #define ABTRACK_WGMMA_CLUSTER 1  // 0: the wgmma kernel's splits always combined by the last CTA
 #endif
-#ifndef ABTRACK_MLA_PDL
-#define ABTRACK_MLA_PDL 1  // 0: the combine kernel waits for the decode kernel like any launch
-#endif
 #include "splits.hpp"
 
 #include <algorithm>
@@ -332,18 +329,10 @@ void CudaDecoder::launch(const LaunchPlan& lp) {
     int heads = d.shape.heads;
     int splits = lp.splits;
     void* cargs[] = {&po, &pl, &out, &lse, &heads, &splits};
-    // Launched as a programmatic dependent of the decode kernel: it is scheduled while the decode
-    // grid drains and waits (griddepcontrol.wait) for its results, instead of a launch gap after it.
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
-    cfg.blockDim = dim3(128);
-    cfg.stream = d.stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = ABTRACK_MLA_PDL;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    CUDA_CHECK(cudaLaunchKernelExC(&cfg, combine_kernel(), cargs));
+    // An ordinary launch: as a programmatic dependent launch (griddepcontrol) the mma.sync kernel
+    // was 12% slower at batch 16 (kernels/mla_decode/experiments/BATCH16_AB.md).
+    const dim3 grid_c(static_cast<unsigned>(d.shape.heads), static_cast<unsigned>(d.shape.batch));
+    CUDA_CHECK(cudaLaunchKernel(combine_kernel(), grid_c, dim3(128), cargs, 0, d.stream));
     CUDA_CHECK(cudaGetLastError());
   }
 }

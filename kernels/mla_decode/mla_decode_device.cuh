@@ -47,13 +47,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // The work of this CTA: grid (splits, head blocks, batch); tiles t_first .. t_first + n_tiles - 1.
-// Programmatic dependent launch (the combine kernel after a decode kernel with splits): a decode
-// CTA lets the dependent grid launch as soon as it starts (it launches once every decode CTA has
-// started or exited, so it never takes an SM a decode CTA still waits for), and the combine
-// kernel waits for the decode grid's completion and memory before it reads the partials.
-__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
-__device__ __forceinline__ void wait_for_primary_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-
 struct CtaWork {
   int split, head0, b, t_first, n_tiles;
 };

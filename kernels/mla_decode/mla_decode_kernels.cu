@@ -172,7 +172,6 @@ template <int W, int T, bool kFma, bool kBits>
 __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) decode_kernel_impl(const KernelParams p) {
   using L = Layout<W, T>;
   constexpr bool bits = kBits;
-  allow_dependent_launch();
   extern __shared__ __align__(128) std::uint8_t smem[];
   const uint4* q_s = reinterpret_cast<const uint4*>(smem);  // [2][36][32] A fragments
   std::uint8_t* raw_s = smem + L::kQBytes;
@@ -512,7 +511,6 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
 __global__ void __launch_bounds__(128) combine_kernel_impl(const float* part_o, const float* part_lse,
                                                            __nv_bfloat16* out, float* lse, int heads,
                                                            int splits) {
-  wait_for_primary_grid();
   const int h = blockIdx.x;
   const int b = blockIdx.y;
   const float* ls = part_lse + static_cast<std::size_t>(b) * splits * heads + h;
