@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 abtrack=$(cd "${1:-$here/build}" && pwd)/abtrack
 rounds=${2:-10}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cd "$work" && git init -q repo && cd repo
+cd "$work" && git init -q -b main repo && cd repo
 git config user.name bench && git config user.email bench@localhost
 for d in $(seq 0 99); do mkdir -p src/d$d; for f in $(seq 0 99); do echo "$d $f" >src/d$d/f$f.c; done; done
 git add -A && git commit -q -m "10,000 files" && git branch base && echo change >>src/d0/f0.c && git commit -q -am "one change"
@@ -30,9 +30,18 @@ command: "echo '{\"t\": 1}'"
 metrics: {t: {json: t}}
 P
 "$abtrack" -q -p rev.yaml init && "$abtrack" -q -p plain.yaml init
-ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
-echo "first run (writes 2 trees of 10,000 files, builds): $(( $(ms "$abtrack" -q -p rev.yaml run) / 1000 )) ms"
-"$abtrack" -q -p plain.yaml run
+# ms COMMAND...: its wall time in microseconds; a failed command stops the script with its output
+# (a run that errors out early would otherwise read as a fast one).
+ms() {
+  local s e
+  s=$(date +%s%N)
+  "$@" >"$work/out" 2>&1 || { echo "bench: $* failed:" >&2; cat "$work/out" >&2; kill -TERM $$; exit 1; }
+  e=$(date +%s%N)
+  echo $(( (e - s) / 1000 ))
+}
+first=$(ms "$abtrack" -q -p rev.yaml run)
+echo "first run (writes 2 trees of 10,000 files, builds): $(( first / 1000 )) ms"
+"$abtrack" -q -p plain.yaml run >/dev/null
 for _ in $(seq "$rounds"); do
   echo "rev $(ms "$abtrack" -q -p rev.yaml run --all) plain $(ms "$abtrack" -q -p plain.yaml run --all)"
 done | python3 -c '
