@@ -157,3 +157,36 @@ TEST_CASE("the template is filled from the plan and keeps the regions") {
 TEST_CASE("escape_cell") {
   CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f");
 }
+
+TEST_CASE("three or more revisions get a step-by-step table: each against the one before it") {
+  auto plan_with = [](const std::string& revisions) {
+    return plan::parse_plan("experiment: path\ndoc: AB.md\nrevisions: {" + revisions +
+                                "}\nbaseline: {rev: a}\naxes: {batch: [1]}\ncommand: bench\nmetrics:\n"
+                                "  t: {json: t, better: lower, unit: us}\n  err: {json: err}\n",
+                            "abtrack.yaml", std::filesystem::temp_directory_path());
+  };
+  auto p = plan_with("a: HEAD~2, b: HEAD~1, c: HEAD");
+  auto cells = p.cells();
+  REQUIRE(cells.size() == 3);
+  std::vector<record::Record> recs{make_record(p, 1, cells[0], series(100, 20), 0.001),
+                                   make_record(p, 2, cells[1], series(90, 20), 0.001),
+                                   make_record(p, 3, cells[2], series(81, 20), 0.001)};
+  auto s = doc::render_regions(p, recs)["summary"];
+  CHECK(s.find("**Step by step:** each revision against the one before it in `revisions:` (Holm over these 2 "
+               "comparisons).") != std::string::npos);
+  CHECK(s.find("| a | 1 | 100.4 | start |") != std::string::npos);
+  // c against b, not against the baseline a (which would be -19%).
+  auto c_row = s.substr(s.find("| c | 1 |"));
+  c_row = c_row.substr(0, c_row.find('\n'));
+  CHECK(c_row.find("-10.0%") != std::string::npos);
+  CHECK(c_row.find("better") != std::string::npos);
+  // A pending middle revision leaves its neighbours without a step.
+  recs.erase(recs.begin() + 1);
+  s = doc::render_regions(p, recs)["summary"];
+  CHECK(count(s, "| pending |") == 2);
+  // Two revisions: the results table says it all.
+  auto two = plan_with("a: HEAD~1, c: HEAD");
+  std::vector<record::Record> recs2{make_record(two, 1, two.cells()[0], series(100, 20), 0.001),
+                                    make_record(two, 2, two.cells()[1], series(90, 20), 0.001)};
+  CHECK(doc::render_regions(two, recs2)["summary"].find("Step by step") == std::string::npos);
+}

@@ -240,6 +240,73 @@ std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns
   return out;
 }
 
+// With three or more revisions: each revision against the one before it in `revisions:`, per
+// cell of the other axes — the path a series of commits took. Holm over this table's comparisons.
+std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
+  const plan::Metric& m = primary_metric(plan);
+  if (plan.revisions.size() < 3 || m.better == plan::Better::none) return {};
+  std::vector<std::vector<const CellRuns*>> groups;  // one per value of the other axes, in rev order
+  for (const auto& c : cells) {
+    auto same_rest = [&](const std::vector<const CellRuns*>& g) {
+      return std::equal(c.cell.values.begin() + 1, c.cell.values.end(), g.front()->cell.values.begin() + 1);
+    };
+    auto g = std::find_if(groups.begin(), groups.end(), same_rest);
+    if (g == groups.end()) groups.push_back({&c});
+    else g->push_back(&c);
+  }
+  struct Step {
+    const CellRuns* cell;
+    std::string note;  // why there is no comparison
+    stats::Comparison result;
+  };
+  std::vector<Step> steps;
+  for (const auto& g : groups)
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      Step st{g[i], i == 0 ? "start" : "", {}};
+      if (i > 0) {
+        if (!g[i]->latest() || !g[i - 1]->latest()) st.note = "pending";
+        else if (g[i]->outcome() != Outcome::pass || g[i - 1]->outcome() != Outcome::pass) st.note = "no verdict";
+        else {
+          auto cmp = record::compare_pools(plan, *g[i - 1], *g[i]);
+          auto mc = std::find_if(cmp.metrics.begin(), cmp.metrics.end(),
+                                 [&](const record::MetricComparison& x) { return x.metric == m.name; });
+          if (mc == cmp.metrics.end()) st.note = "—";
+          else st.result = mc->result;
+        }
+      }
+      steps.push_back(std::move(st));
+    }
+  std::vector<stats::Comparison> family;
+  for (const auto& st : steps)
+    if (st.note.empty()) family.push_back(st.result);
+  if (family.size() > 1) stats::adjust_family(family);
+  std::string rows;
+  std::size_t k = 0;
+  for (auto& st : steps) {
+    if (st.note.empty()) st.result = family[k++];
+    auto pooled = st.cell->pooled_samples();
+    auto ps = pooled.find(m.name);
+    std::vector<std::string> row;
+    for (const auto& v : st.cell->cell.values) row.push_back(escape_cell(v));
+    row.push_back(ps == pooled.end() || !st.cell->latest() ? "" : escape_cell(median_text(ps->second, false)));
+    if (!st.note.empty()) row.push_back(st.note);
+    else if (st.result.exact || st.result.absolute) row.push_back(escape_cell(stats::delta_text(st.result) + " " + stats::verdict_text(st.result)));
+    else
+      row.push_back(escape_cell(fmt::format("{} {} {}, {}{}", pct(st.result.delta_pct), pct_interval(st.result.delta_ci_pct),
+                                            stats::verdict_text(st.result), p_text(st.result.decisive_p()),
+                                            st.result.analysis == "paired" ? fmt::format(", paired ×{}", st.result.pairs) : "")));
+    rows += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
+  }
+  std::string head = "\n**Step by step:** each revision against the one before it in `revisions:`";
+  if (family.size() > 1) head += fmt::format(" (Holm over these {} comparisons)", family.size());
+  head += ".\n\n|";
+  std::string rule = "|";
+  for (const auto& a : plan.axes) head += " " + escape_cell(a.name) + " |", rule += " --- |";
+  head += fmt::format(" `{}` median | Δ vs previous |\n", m.name);
+  rule += " ---: | ---: |\n";
+  return head + rule + rows;
+}
+
 }  // namespace
 
 std::string escape_cell(std::string_view raw) {
@@ -535,6 +602,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       }
     }
   }
+  if (plan.baseline && !compared.empty()) s += step_table(plan, cells);
   if (plan.model) s += model_table(plan, cells);
   if (options.plot) {
     std::vector<std::string> names;
