@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The device runner: builds kernels/ alone on a GPU machine, then runs the CUDA tests or one bench.
+# The device runner: builds kernels/ alone on a GPU machine, then runs the CUDA tests, one bench,
+# or the occupancy experiment against its history.
 # Usage (repository root, GPU machine):
-#   OUT=DIR bash kernels/mla_decode/tools/device_run.sh [tests | bench BENCH-ARGS...]
+#   OUT=DIR bash kernels/mla_decode/tools/device_run.sh [tests | bench BENCH-ARGS... | occupancy]
+#   occupancy: `abtrack run --all --rounds ${ROUNDS:-9}` of examples/occupancy/abtrack.yaml (one
+#   commit per run), then `abtrack check --history`: exit 1 when a cell is worse than the previous
+#   code's pool. ABTRACK names the abtrack binary (default: abtrack on PATH).
 # Writes to $OUT (default /tmp/mla_out): gpu.txt (clocks, driver), build.log (with ptxas's
 # registers and spills per kernel), and ctest.log, or bench.txt (its last line the JSON result)
 # and bench.err. Measurements that compare variants belong in an abtrack plan, not here.
@@ -34,8 +38,20 @@ case "$mode" in
     tail -n 1 "$out/bench.txt"
     exit "$rc"
     ;;
+  occupancy)
+    ab="${ABTRACK:-abtrack}"
+    plan=examples/occupancy/abtrack.yaml
+    if ! { cmake -S kernels -B build -DCMAKE_BUILD_TYPE=Release -DABTRACK_ENABLE_TESTS=OFF &&
+           cmake --build build -j "$(nproc)" --target mla_decode_bench; } >"$out/build-plan.log" 2>&1; then
+      tail -40 "$out/build-plan.log"
+      exit 1
+    fi
+    "$ab" -p "$plan" run --all --rounds "${ROUNDS:-9}" || exit 1
+    "$ab" -p "$plan" check --history --format text
+    exit $?
+    ;;
   *)
-    echo "usage: device_run.sh [tests | bench BENCH-ARGS...]" >&2
+    echo "usage: device_run.sh [tests | bench BENCH-ARGS... | occupancy]" >&2
     exit 2
     ;;
 esac
