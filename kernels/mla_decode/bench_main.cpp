@@ -257,7 +257,7 @@ void add_check(mla::JsonLine& j, const mla::CheckResult& c) {
   j.add("check_passed", c.passed);
 }
 
-mla::CheckResult worse(const mla::CheckResult& a, const mla::CheckResult& b) {
+[[maybe_unused]] mla::CheckResult worse(const mla::CheckResult& a, const mla::CheckResult& b) {
   if (!a.passed && b.passed) return a;
   if (a.passed && !b.passed) return b;
   return (a.corruption_pct > b.corruption_pct || !(a.rel_err <= b.rel_err)) ? a : b;

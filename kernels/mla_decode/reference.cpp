@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <thread>
@@ -129,9 +130,12 @@ bool read_cached(const std::filesystem::path& file, const Shape& s, Reference& r
          dims[0] == s.batch && dims[1] == s.heads;
 }
 
+// A cache that cannot be written costs the next run the computation, never this run's result.
 void write_cached(const std::filesystem::path& file, const Shape& s, const Reference& ref) {
-  const std::filesystem::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  {
+  const std::filesystem::path tmp =
+      file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  try {
+    std::filesystem::create_directories(file.parent_path());
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     const std::int32_t dims[2] = {s.batch, s.heads};
     f.write(kMagic, sizeof kMagic);
@@ -140,15 +144,23 @@ void write_cached(const std::filesystem::path& file, const Shape& s, const Refer
             static_cast<std::streamsize>(ref.out.size() * sizeof(double)));
     f.write(reinterpret_cast<const char*>(ref.lse.data()),
             static_cast<std::streamsize>(ref.lse.size() * sizeof(double)));
-    if (!f.flush()) throw std::runtime_error("cannot write the reference cache file " + tmp.string());
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+    f.close();
+    std::filesystem::rename(tmp, file);  // readers see the old file or the whole new one
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    std::fprintf(stderr, "mla_decode_bench: warning: reference cache not written (%s)\n", e.what());
   }
-  std::filesystem::rename(tmp, file);  // readers see the old file or the whole new one
 }
 
 }  // namespace
 
 std::uint64_t reference_key(const Inputs& in, double softmax_scale) {
   Hasher h;
+  // The source hash (kernels/mla_decode/CMakeLists.txt) changes with the code that computes the
+  // reference and dequantizes its inputs, so two builds never share an entry by mistake.
+  h.bytes(ABTRACK_MLA_REFERENCE_SOURCES, sizeof ABTRACK_MLA_REFERENCE_SOURCES - 1);
   const std::int64_t header[5] = {static_cast<std::int64_t>(kReferenceVersion), in.shape.batch,
                                   in.shape.heads, in.shape.topk,
                                   std::bit_cast<std::int64_t>(softmax_scale)};
@@ -169,7 +181,6 @@ Reference reference_decode_cached(const Inputs& in, double softmax_scale, const 
   Reference ref;
   if (read_cached(file, in.shape, ref)) return ref;
   ref = reference_decode(in, softmax_scale, threads);
-  std::filesystem::create_directories(dir);
   write_cached(file, in.shape, ref);
   return ref;
 }

@@ -20,13 +20,14 @@ struct Reference {
 Reference reference_decode(const Inputs& in, double softmax_scale, int threads = 0);
 
 // A 64-bit key of everything the reference reads: q, the indices, every pool row they point to,
-// the scale, and kReferenceVersion (bumped whenever reference_decode's arithmetic changes).
+// the scale, a hash of the sources that compute it (reference.cpp, format.*) and kReferenceVersion.
 inline constexpr std::uint64_t kReferenceVersion = 1;
 std::uint64_t reference_key(const Inputs& in, double softmax_scale);
 
 // reference_decode, kept in `dir` as <key>.ref: a later call with the same inputs reads the file
 // instead of computing it again (seconds of fp64 work per call at large shapes). A missing or
-// malformed file is computed and (atomically) replaced; `dir` is created when missing.
+// malformed file is computed and (atomically) replaced; `dir` is created when missing. A cache
+// that cannot be written is a warning on stderr, not an error.
 Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir,
                                   int threads = 0);
 

@@ -64,6 +64,11 @@ for i in 1 2; do
 done
 check "one reference file kept" test "$(ls "$tmp/refs" | grep -c '\.ref$')" -eq 1
 check "the cached run checks the same" test "$(grep -o '"rel_err": [^,]*' "$tmp/out1")" = "$(grep -o '"rel_err": [^,]*' "$tmp/out2")"
+# A cache that cannot be written is a warning; the run itself passes.
+"$bench" --device cpu --batch 2 --heads 32 --topk 128 --pool 512 --tile 32 --threads 2 --samples 1 \
+  --reference-cache /dev/null/refs >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "an unwritable cache still runs (got $rc)" test "$rc" -eq 0
+check "the unwritable cache is a warning" grep -q "^mla_decode_bench: warning: reference cache not written" "$tmp/err"
 "$bench" --device cpu --reference-cache "" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "--reference-cache '' exits 2 (got $rc)" test "$rc" -eq 2
 checks_done
