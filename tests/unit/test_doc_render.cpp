@@ -184,6 +184,19 @@ TEST_CASE("three or more revisions get a step-by-step table: each against the on
   recs.erase(recs.begin() + 1);
   s = doc::render_regions(p, recs)["summary"];
   CHECK(count(s, "| pending |") == 2);
+  // An excluded revision: the next one is compared with the one before the gap, and says so.
+  auto gap = plan::parse_plan(
+      "experiment: path\ndoc: AB.md\nrevisions: {a: HEAD~2, b: HEAD~1, c: HEAD}\naxes: {batch: [1, 2]}\n"
+      "exclude: [{rev: b, batch: 2}]\ncommand: bench\nmetrics:\n  t: {json: t, better: lower}\n  err: {json: err}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
+  std::vector<record::Record> gap_recs;
+  int run = 0;
+  for (const auto& c : gap.cells())
+    gap_recs.push_back(make_record(gap, ++run, c, series(c.values[0] == "a" ? 100 : c.values[0] == "b" ? 90 : 81, 20), 0.001));
+  s = doc::render_regions(gap, gap_recs)["summary"];  // no baseline: the table still comes
+  CHECK(s.find("| c | 2 | 81.36 | -19.0%") != std::string::npos);
+  CHECK(s.find("(vs a) |") != std::string::npos);
+  CHECK(count(s, "(vs ") == 1);
   // Two revisions: the results table says it all.
   auto two = plan_with("a: HEAD~1, c: HEAD");
   std::vector<record::Record> recs2{make_record(two, 1, two.cells()[0], series(100, 20), 0.001),

@@ -256,13 +256,19 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
   }
   struct Step {
     const CellRuns* cell;
-    std::string note;  // why there is no comparison
+    std::string note;     // why there is no comparison
+    std::string against;  // the earlier revision, when `exclude:` left out the one right before
     stats::Comparison result;
+  };
+  auto rev_index = [&](const CellRuns* c) {
+    return std::find_if(plan.revisions.begin(), plan.revisions.end(),
+                        [&](const auto& r) { return r.first == c->cell.values[0]; }) - plan.revisions.begin();
   };
   std::vector<Step> steps;
   for (const auto& g : groups)
     for (std::size_t i = 0; i < g.size(); ++i) {
-      Step st{g[i], i == 0 ? "start" : "", {}};
+      Step st{g[i], i == 0 ? "start" : "", "", {}};
+      if (i > 0 && rev_index(g[i]) != rev_index(g[i - 1]) + 1) st.against = g[i - 1]->cell.values[0];
       if (i > 0) {
         if (!g[i]->latest() || !g[i - 1]->latest()) st.note = "pending";
         else if (g[i]->outcome() != Outcome::pass || g[i - 1]->outcome() != Outcome::pass) st.note = "no verdict";
@@ -279,7 +285,8 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
   std::vector<stats::Comparison> family;
   for (const auto& st : steps)
     if (st.note.empty()) family.push_back(st.result);
-  if (family.size() > 1) stats::adjust_family(family);
+  const auto with_p = std::count_if(family.begin(), family.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  if (with_p > 1) stats::adjust_family(family);
   std::string rows;
   std::size_t k = 0;
   for (auto& st : steps) {
@@ -289,16 +296,19 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
     std::vector<std::string> row;
     for (const auto& v : st.cell->cell.values) row.push_back(escape_cell(v));
     row.push_back(ps == pooled.end() || !st.cell->latest() ? "" : escape_cell(median_text(ps->second, false)));
-    if (!st.note.empty()) row.push_back(st.note);
-    else if (st.result.exact || st.result.absolute) row.push_back(escape_cell(stats::delta_text(st.result) + " " + stats::verdict_text(st.result)));
+    const std::string vs = st.against.empty() ? "" : " (vs " + escape_cell(st.against) + ")";
+    if (!st.note.empty()) row.push_back(st.note + vs);
+    else if (st.result.exact || st.result.absolute)
+      row.push_back(escape_cell(stats::delta_text(st.result) + " " + stats::verdict_text(st.result)) + vs);
     else
       row.push_back(escape_cell(fmt::format("{} {} {}, {}{}", pct(st.result.delta_pct), pct_interval(st.result.delta_ci_pct),
                                             stats::verdict_text(st.result), p_text(st.result.decisive_p()),
-                                            st.result.analysis == "paired" ? fmt::format(", paired ×{}", st.result.pairs) : "")));
+                                            st.result.analysis == "paired" ? fmt::format(", paired ×{}", st.result.pairs) : "")) +
+                    vs);
     rows += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
   }
   std::string head = "\n**Step by step:** each revision against the one before it in `revisions:`";
-  if (family.size() > 1) head += fmt::format(" (Holm over these {} comparisons)", family.size());
+  if (with_p > 1) head += fmt::format(" (Holm over these {} comparisons)", with_p);
   head += ".\n\n|";
   std::string rule = "|";
   for (const auto& a : plan.axes) head += " " + escape_cell(a.name) + " |", rule += " --- |";
@@ -602,7 +612,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       }
     }
   }
-  if (plan.baseline && !compared.empty()) s += step_table(plan, cells);
+  s += step_table(plan, cells);
   if (plan.model) s += model_table(plan, cells);
   if (options.plot) {
     std::vector<std::string> names;
