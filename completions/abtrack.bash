@@ -77,7 +77,7 @@ _abtrack() {
     status | log) opts="--json" ;;
     compare) opts="--metric --json --samples --better --alpha --min-effect" ;;
     export) opts="--format --cells" ;;
-    check) opts="--format --history" ;;
+    check) opts="--format --history --min-effect" ;;
     collect) opts="--wait" ;;
     bisect) opts="--good --bad --cell --metric --rounds --seed" ;;
     help)

@@ -167,6 +167,11 @@ expect_not_contains "$OUT" "no earlier code"
 expect_contains "$OUT" "1 worse, 0 failed gates, 0 invalid"
 expect_contains "$OUT" "Holm-adjusted over 3 comparisons"
 expect_contains "$OUT" "check failed: worse: variant=b"
+# A wider band for history across machines: +20% is within ±25%, not within ±10%.
+expect_rc 0 ab check --history --min-effect 25%
+expect_match "$OUT" "^variant=b +8 .* \+20\.0% .* (~|same|equivalent) "
+expect_contains "$OUT" "beyond ±25%"
+expect_rc 1 ab check --history --min-effect 10
 expect_rc 1 ab check --history --format md
 expect_contains "$OUT" "| cell | n | earlier code | earlier median | median | Δ [CI] | verdict | p | outcome |"
 expect_match "$OUT" '^\| variant=b \| 8 \| .* \| worse \| '
@@ -186,13 +191,15 @@ expect_contains "$ERR" "check: unknown argument '--bogus'"
 expect_rc 2 ab check --format csv
 expect_contains "$ERR" "--format 'csv' is not text or md"
 expect_rc 2 ab check --format
+expect_rc 2 ab check --min-effect 120%
+expect_contains "$ERR" "--min-effect '120%' is not a percentage from 0% to below 100%"
 expect_rc 2 ab check extra
 mkdir -p "$WORK/nogit" && cd "$WORK/nogit" || die "cd"
 expect_rc 3 ab check
 
 step "help documents it"
 expect_rc 0 ab help check
-expect_contains "$OUT" "usage: abtrack [-p PLAN] [-q] [-v] check [--format text|md] [--history]"
+expect_contains "$OUT" "usage: abtrack [-p PLAN] [-q] [-v] check [--format text|md] [--history] [--min-effect PCT]"
 expect_contains "$OUT" "2 usage or plan error; 3 environment error"
 expect_rc 0 ab help
 expect_match "$OUT" '^  check +the CI gate'

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <cstdlib>
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -136,17 +139,29 @@ std::string table(const std::vector<std::vector<std::string>>& rows, std::size_t
 int cmd_check(const Args& args) {
   Format format = Format::text;
   bool history = false;
+  std::optional<double> min_effect;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
     const auto& a = args.rest[i];
     if (a == "--history") history = true;
+    else if (auto v = take_value(args.rest, i, "--min-effect")) {
+      std::string text = *v;
+      if (!text.empty() && text.back() == '%') text.pop_back();
+      char* end = nullptr;
+      const double pct = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(pct >= 0 && pct < 100))
+        throw Error(Exit::usage, fmt::format("--min-effect '{}' is not a percentage from 0% to below 100%", *v),
+                    "abtrack check --history --min-effect 2% (changes within ±2% count as the same)");
+      min_effect = pct;
+    }
     else if (auto v = take_value(args.rest, i, "--format")) {
       if (*v == "text") format = Format::text;
       else if (*v == "md") format = Format::md;
       else throw Error(Exit::usage, fmt::format("--format '{}' is not text or md", *v), "abtrack check --format md (a pull-request comment) or --format text");
-    } else unknown_argument("check", a, {"--format", "--history"});
+    } else unknown_argument("check", a, {"--format", "--history", "--min-effect"});
   }
   Context ctx = open_context(args.global);
-  const plan::Plan& plan = ctx.plan;
+  plan::Plan plan = ctx.plan;
+  if (min_effect) plan.min_effect_pct = *min_effect;
   auto records = head_records(ctx);
   auto cells = record::cells_with_runs(plan, records);
   std::vector<CellRuns> previous;  // --history: each cell's previous code's pool (outlives comps)

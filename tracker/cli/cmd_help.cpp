@@ -95,7 +95,7 @@ const std::vector<Command>& commands() {
        "--json prints median_a, median_b, ci_a, ci_b, p_value, delta_pct, delta_ci_pct, verdict, exact,\n"
        "delta_abs, delta_abs_ci, method, n_a, n_b, notes.",
        cmd_compare},
-      {"check", "check [--format text|md] [--history]", "the CI gate: exit 1 when a cell got worse, failed a gate or is invalid",
+      {"check", "check [--format text|md] [--history] [--min-effect PCT]", "the CI gate: exit 1 when a cell got worse, failed a gate or is invalid",
        "Compares every cell with its baseline cell exactly as the document's results table does (pooled, or\n"
        "paired by round for cells measured in the same rounds; p-values Holm-adjusted across the experiment)\n"
        "and prints one row per cell (and compared metric): n, the baseline's median, the median, the change\n"
@@ -106,6 +106,8 @@ const std::vector<Command>& commands() {
        "  --history    no baseline: each cell's newest pool (its runs on the code of its latest run) against\n"
        "               its previous code's pool (its most recent earlier runs on one other code), Holm\n"
        "               across the cells compared; a cell with no earlier code is listed as \"no earlier code\"\n"
+       "  --min-effect PCT  the plan's min_effect for this check only, e.g. 2%: changes within ±PCT count\n"
+       "               as the same; for --history across machines or days, whose offsets pairing cannot cancel\n"
        "Exit 0 when nothing below holds; 1 when a cell is worse beyond min_effect, a cell's pool failed a\n"
        "gate, or a cell's latest run is invalid; 2 usage or plan error; 3 environment error (not a git\n"
        "repository, a record that cannot be read).",

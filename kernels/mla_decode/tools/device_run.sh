@@ -4,8 +4,10 @@
 # Usage (repository root, GPU machine):
 #   OUT=DIR bash kernels/mla_decode/tools/device_run.sh [tests | bench BENCH-ARGS... | occupancy]
 #   occupancy: `abtrack run --all --rounds ${ROUNDS:-9}` of examples/occupancy/abtrack.yaml (one
-#   commit per run), then `abtrack check --history`: exit 1 when a cell is worse than the previous
-#   code's pool. ABTRACK names the abtrack binary (default: abtrack on PATH).
+#   commit per run), then `abtrack check --history --min-effect ${MIN_EFFECT:-2%}` (its exit status:
+#   1 when a cell is worse than the previous code's pool by more than that); 4: the build failed,
+#   5: a run failed. ABTRACK names the abtrack
+#   binary (default: abtrack on PATH). Logs: build-plan.log, run.log, check.txt.
 # Writes to $OUT (default /tmp/mla_out): gpu.txt (clocks, driver), build.log (with ptxas's
 # registers and spills per kernel), and ctest.log, or bench.txt (its last line the JSON result)
 # and bench.err. Measurements that compare variants belong in an abtrack plan, not here.
@@ -16,6 +18,20 @@ out="${OUT:-/tmp/mla_out}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv >"$out/gpu.txt" 2>&1
+if [ "$mode" = occupancy ]; then
+  # The plan's command runs build/kernels/mla_decode_bench: build/ as it is when configured (a
+  # top-level build has it too), else kernels/ alone.
+  ab="${ABTRACK:-abtrack}"
+  plan=examples/occupancy/abtrack.yaml
+  { if [ -f build/CMakeCache.txt ]; then cmake --build build -j "$(nproc)" --target mla_decode_bench
+    else cmake -S kernels -B build -DCMAKE_BUILD_TYPE=Release -DABTRACK_ENABLE_TESTS=OFF &&
+         cmake --build build -j "$(nproc)" --target mla_decode_bench; fi; } >"$out/build-plan.log" 2>&1 ||
+    { tail -40 "$out/build-plan.log"; echo "device_run: the build failed" >&2; exit 4; }
+  "$ab" -p "$plan" run --all --rounds "${ROUNDS:-9}" 2>&1 | tee "$out/run.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "device_run: a run failed or was invalid ($out/run.log)" >&2; exit 5; }
+  "$ab" -p "$plan" check --history --min-effect "${MIN_EFFECT:-2%}" --format text | tee "$out/check.txt"
+  exit "${PIPESTATUS[0]}"
+fi
 build=build-device
 if ! { cmake -S kernels -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DABTRACK_CUDA_RESOURCE_USAGE=ON &&
        cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1; then
@@ -37,18 +53,6 @@ case "$mode" in
     rc=$?
     tail -n 1 "$out/bench.txt"
     exit "$rc"
-    ;;
-  occupancy)
-    ab="${ABTRACK:-abtrack}"
-    plan=examples/occupancy/abtrack.yaml
-    if ! { cmake -S kernels -B build -DCMAKE_BUILD_TYPE=Release -DABTRACK_ENABLE_TESTS=OFF &&
-           cmake --build build -j "$(nproc)" --target mla_decode_bench; } >"$out/build-plan.log" 2>&1; then
-      tail -40 "$out/build-plan.log"
-      exit 1
-    fi
-    "$ab" -p "$plan" run --all --rounds "${ROUNDS:-9}" || exit 1
-    "$ab" -p "$plan" check --history --format text
-    exit $?
     ;;
   *)
     echo "usage: device_run.sh [tests | bench BENCH-ARGS... | occupancy]" >&2
