@@ -191,16 +191,23 @@ class Loader {
     if (!get("command")) missing("command", "give the command that runs one cell, e.g. command: ./bench --warps {warps}");
     else if (get("command")->IsScalar() && util::trim(plan.command).empty()) error(mark("command"), "command is empty");
 
-    if (auto n = get("timeout")) {
-      if (auto v = number(*n, "timeout"); v && !(*v > 0 && std::isfinite(*v)))
-        error(at(n->Mark()), fmt::format("timeout must be a positive number of seconds, not {}", n->Scalar()));
-      else if (v) plan.timeout_s = *v;
-    }
-    if (auto n = get("repeats")) {
-      if (auto v = number(*n, "repeats"); v && !(*v >= 1 && *v <= 100000 && std::floor(*v) == *v))
-        error(at(n->Mark()), fmt::format("repeats must be a whole number from 1 to 100000, not {}", n->Scalar()));
-      else if (v) plan.repeats = static_cast<int>(*v);
-    }
+    // `key:` a positive number of seconds, or a whole number from 1 to `most`.
+    auto seconds = [&](const char* key, double& field) {
+      if (auto n = get(key)) {
+        if (auto v = number(*n, key); v && !(*v > 0 && std::isfinite(*v)))
+          error(at(n->Mark()), fmt::format("{} must be a positive number of seconds, not {}", key, n->Scalar()));
+        else if (v) field = *v;
+      }
+    };
+    auto whole = [&](const char* key, int most, int& field) {
+      if (auto n = get(key)) {
+        if (auto v = number(*n, key); v && !(*v >= 1 && *v <= most && std::floor(*v) == *v))
+          error(at(n->Mark()), fmt::format("{} must be a whole number from 1 to {}, not {}", key, most, n->Scalar()));
+        else if (v) field = static_cast<int>(*v);
+      }
+    };
+    seconds("timeout", plan.timeout_s);
+    whole("repeats", 100000, plan.repeats);
     if (auto n = get("env")) load_env(*n, plan);
     if (auto n = get("alpha")) {
       if (auto v = number(*n, "alpha"); v && !(*v > 0 && *v < 1))
@@ -215,16 +222,8 @@ class Loader {
 
     if (auto n = get("revisions")) load_revisions(*n, plan);
     if (auto n = get("build")) plan.build = scalar(*n, "build").value_or("");
-    if (auto n = get("build_timeout")) {
-      if (auto v = number(*n, "build_timeout"); v && !(*v > 0 && std::isfinite(*v)))
-        error(at(n->Mark()), fmt::format("build_timeout must be a positive number of seconds, not {}", n->Scalar()));
-      else if (v) plan.build_timeout_s = *v;
-    }
-    if (auto n = get("rounds")) {
-      if (auto v = number(*n, "rounds"); v && !(*v >= 1 && *v <= 10000 && std::floor(*v) == *v))
-        error(at(n->Mark()), fmt::format("rounds must be a whole number from 1 to 10000, not {}", n->Scalar()));
-      else if (v) plan.rounds = static_cast<int>(*v);
-    }
+    seconds("build_timeout", plan.build_timeout_s);
+    whole("rounds", 10000, plan.rounds);
     // Without revisions a build runs in the work tree before the cells, as a setup does.
     if (plan.revisions.empty() && !util::trim(plan.build).empty())
       plan.setup = util::trim(plan.setup).empty() ? plan.build : plan.build + " && " + plan.setup;
