@@ -19,31 +19,10 @@ using namespace abtrack::stats;
 
 namespace {
 
-using Row = std::vector<double>;
-
-// |got - want| <= rel * max(|got|, |want|); infinities must match.
-bool close(double got, double want, double rel) {
-  if (std::isinf(want) || std::isinf(got)) return got == want;
-  return std::fabs(got - want) <= rel * std::max(std::fabs(got), std::fabs(want)) + 1e-300;
-}
-
-std::string list(const std::vector<double>& v) {
-  std::string s = std::to_string(v.size());
-  for (double x : v) s += fmt::format(" {}", x);
-  return s;
-}
-
-struct Oracle {
-  std::string cases;
-  std::vector<std::function<void(const Row&)>> checks;
-  std::vector<std::string> names;
-
-  void add(std::string name, std::string line, std::function<void(const Row&)> check) {
-    cases += line + "\n";
-    checks.push_back(std::move(check));
-    names.push_back(std::move(name));
-  }
-};
+using testing::close;
+using testing::list;
+using testing::Oracle;
+using testing::Row;
 
 // n differences around `center` with relative spread 1 (distinct with probability 1).
 std::vector<double> differences(testing::Rng& rng, std::size_t n, double center) {
@@ -123,21 +102,7 @@ void build_cases(Oracle& o) {
 }  // namespace
 
 TEST_CASE("stats: paired analysis agrees with scipy.stats.wilcoxon (python3-scipy, at test time)") {
-  const std::string python = testing::find_scipy_python();
-  const char* ci = std::getenv("CI");
-  if (python.empty()) {
-    if (ci && std::string(ci) == "true") FAIL("CI=true but no python3 with scipy: install python3-scipy");
-    MESSAGE("skipped: no python3 with scipy (install python3-scipy, or set ABTRACK_PYTHON)");
-    return;
-  }
   Oracle o;
   build_cases(o);
-  const auto rows = testing::run_oracle(python, o.cases, "paired_oracle.py");
-  REQUIRE_MESSAGE(rows, "tests/unit/oracle/paired_oracle.py failed");
-  REQUIRE(rows->size() == o.checks.size());
-  for (std::size_t i = 0; i < o.checks.size(); ++i) {
-    CAPTURE(o.names[i]);
-    o.checks[i]((*rows)[i]);
-  }
-  MESSAGE(fmt::format("compared {} cases with scipy and the sign-flip enumeration", o.checks.size()));
+  testing::check_with_scipy(o, "paired_oracle.py", "scipy and the sign-flip enumeration");
 }

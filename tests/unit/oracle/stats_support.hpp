@@ -1,16 +1,20 @@
 #pragma once
 // Helpers for the statistics tests: a portable seeded generator and the scipy oracle runner.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numbers>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 namespace abtrack::stats::testing {
@@ -92,6 +96,55 @@ inline std::optional<std::vector<std::vector<double>>> run_oracle(const std::str
   fs::remove_all(dir);
   if (rc != 0) return std::nullopt;
   return rows;
+}
+
+using Row = std::vector<double>;
+
+// |got - want| <= rel * max(|got|, |want|), also for tiny p-values; infinities must match.
+inline bool close(double got, double want, double rel) {
+  if (std::isinf(want) || std::isinf(got)) return got == want;
+  return std::fabs(got - want) <= rel * std::max(std::fabs(got), std::fabs(want)) + 1e-300;
+}
+
+// "n x1 x2 ...": a sample as an oracle script reads it.
+inline std::string list(const std::vector<double>& v) {
+  std::string s = std::to_string(v.size());
+  for (double x : v) s += fmt::format(" {}", x);
+  return s;
+}
+
+// Cases for an oracle script, one line each, and the check of each answer row.
+struct Oracle {
+  std::string cases;
+  std::vector<std::function<void(const Row&)>> checks;
+  std::vector<std::string> names;
+
+  void add(std::string name, std::string line, std::function<void(const Row&)> check) {
+    cases += line + "\n";
+    checks.push_back(std::move(check));
+    names.push_back(std::move(name));
+  }
+};
+
+// Runs tests/unit/oracle/<script> on o's cases and checks every answer. Without python3 + scipy
+// the comparison is skipped with a message, except under CI=true, where it is a failure.
+inline void check_with_scipy(const Oracle& o, const std::string& script, const std::string& what) {
+  const std::string python = find_scipy_python();
+  const char* ci = std::getenv("CI");
+  if (python.empty()) {
+    if (ci && std::string(ci) == "true") FAIL("CI=true but no python3 with scipy: install python3-scipy");
+    MESSAGE("skipped: no python3 with scipy (install python3-scipy, or set ABTRACK_PYTHON)");
+    return;
+  }
+  const auto rows = run_oracle(python, o.cases, script);
+  const std::string failed = "tests/unit/oracle/" + script + " failed";
+  REQUIRE_MESSAGE(rows, failed);
+  REQUIRE(rows->size() == o.checks.size());
+  for (std::size_t i = 0; i < o.checks.size(); ++i) {
+    CAPTURE(o.names[i]);
+    o.checks[i]((*rows)[i]);
+  }
+  MESSAGE(fmt::format("compared {} cases with {}", o.checks.size(), what));
 }
 
 }  // namespace abtrack::stats::testing
