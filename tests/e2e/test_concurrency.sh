@@ -122,4 +122,47 @@ expect_contains "$(git show HEAD:AB.md)" "**2 of 2 cells measured**" "the inner 
 expect_clean "work tree and index agree with HEAD"
 expect_rc 0 ab verify
 
+step "files replaced while steps read the work tree"
+# libgit2 hashes a changed file with the size it stat'ed: a file replaced meanwhile (an editor
+# saving, another abtrack renaming its document into place) made the step fail with "error
+# reading file for hashing". A temp file of another abtrack's atomic write is neither code nor
+# an output of the command.
+new_repo replaced
+cat >abtrack.yaml <<'EOF'
+experiment: rep
+doc: AB.md
+axes:
+  n: [1, 2]
+command: >-
+  if [ {n} = 2 ]; then echo partial >.AB.md.abtrack-5eed.tmp; fi; echo '{"t":[{n}]}'
+metrics:
+  t: {json: t}
+EOF
+seq 1 20000 >big.txt
+git add big.txt && git commit -q -m "user: data"
+expect_rc 0 ab init
+(
+  for i in $(seq 1 400); do
+    if [ $((i % 2)) = 0 ]; then seq 1 20000 >.big.new; else echo x >.big.new; fi
+    touch -d "@$((1700000000 + i))" .big.new && mv .big.new big.txt
+  done
+) &
+writer=$!
+failed=0 steps=0
+while kill -0 "$writer" 2>/dev/null; do
+  "$ABTRACK" -q step --cell n=1 </dev/null >/dev/null 2>>"$WORK/rep.err" || failed=$((failed + 1))
+  steps=$((steps + 1))
+done
+wait "$writer"
+expect_true "steps ran while the file was replaced ($steps)" test "$steps" -ge 3
+expect_eq "$failed" 0 "no step failed ($(grep -m3 error "$WORK/rep.err" | tr '\n' ' '))"
+git checkout -q big.txt
+expect_rc 0 ab step --cell n=2
+expect_not_contains "$ERR" "abtrack-5eed" "another abtrack's temp file is not reported as an output"
+expect_eq "$(json "runs/rep/$(git ls-tree --name-only HEAD runs/rep/ | tail -1 | xargs basename)" 'd["code"]["dirty"]')" \
+  false "another abtrack's temp file does not make the code dirty"
+rm .AB.md.abtrack-5eed.tmp
+expect_clean "after the steps"
+expect_rc 0 ab verify
+
 done_testing

@@ -35,3 +35,14 @@ TEST_CASE("parse_double takes whole numbers only") {
 TEST_CASE("sha256 matches the known digest") {
   CHECK(util::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
+
+TEST_CASE("is_atomic_temp knows write_file_atomic's temp names and nothing else") {
+  CHECK(util::is_atomic_temp(".AB.md.abtrack-5eed.tmp"));
+  CHECK(util::is_atomic_temp("docs/.ab.md.abtrack-0123456789abcdef.tmp"));
+  CHECK_FALSE(util::is_atomic_temp("AB.md"));
+  CHECK_FALSE(util::is_atomic_temp(".abtrack-5eed.tmp"));      // no file name before the tag
+  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-.tmp"));    // no number
+  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-5EED.tmp")); // written in lowercase hex
+  CHECK_FALSE(util::is_atomic_temp("AB.md.abtrack-5eed.tmp")); // not hidden
+  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-5eed.tmpx"));
+}

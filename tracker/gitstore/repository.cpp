@@ -311,6 +311,20 @@ bool in_path_set(const PathSet& paths, std::string_view path) {
   });
 }
 
+// libgit2 reads a work-tree file with the size it stat'ed in its scan: a file replaced or removed
+// meanwhile (an editor saving, another abtrack renaming its document into place) fails that scan
+// with an OS or filesystem error. The scan is tried again a few times; other errors are final.
+int retry_while_files_change(const std::function<int()>& scan) {
+  int rc = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if ((rc = scan()) >= 0) return rc;
+    const git_error* e = git_error_last();
+    if (!e || (e->klass != GIT_ERROR_OS && e->klass != GIT_ERROR_FILESYSTEM)) return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 << attempt));
+  }
+  return rc;
+}
+
 }  // namespace
 
 void free_tree(git_tree* tree) {
@@ -668,13 +682,16 @@ void Repository::walk_status(const std::vector<std::string>& paths,
   struct Payload {
     const std::function<bool(const char*, unsigned)>& fn;
   } payload{fn};
-  int rc = git_status_foreach_ext(
-      m_repo, &opts,
-      [](const char* path, unsigned flags, void* p) -> int {
-        if (!(flags & kChanged)) return 0;
-        return static_cast<Payload*>(p)->fn(path, flags) ? 1 : 0;
-      },
-      &payload);
+  // The status list is complete before the first callback, so a retried scan reports no path twice.
+  int rc = retry_while_files_change([&] {
+    return git_status_foreach_ext(
+        m_repo, &opts,
+        [](const char* path, unsigned flags, void* p) -> int {
+          if (!(flags & kChanged) || util::is_atomic_temp(path)) return 0;
+          return static_cast<Payload*>(p)->fn(path, flags) ? 1 : 0;
+        },
+        &payload);
+  });
   if (rc == 1) return;
   check_git(rc, "reading the work tree status");
 }
@@ -883,7 +900,8 @@ std::string Repository::snapshot(const std::string& message, const std::optional
     check_git(git_repository_set_workdir(second.get(), m_workdir.c_str(), 0), "opening the work tree for a snapshot");
   Index index;
   check_git(git_repository_index(index.out(), second.get()), "reading the index for a snapshot");
-  check_git(git_index_update_all(index.get(), nullptr, nullptr, nullptr), "adding tracked changes to the snapshot");
+  check_git(retry_while_files_change([&] { return git_index_update_all(index.get(), nullptr, nullptr, nullptr); }),
+            "adding tracked changes to the snapshot");
   char star[] = "*";
   char* specs[] = {star};
   git_strarray all = {specs, 1};
@@ -896,12 +914,12 @@ std::string Repository::snapshot(const std::string& message, const std::optional
     // (git makes it a gitlink): left out, like huge build outputs (>0 skips). Data and outputs
     // are never read: they come from the parent below.
     const auto* s = static_cast<const Skip*>(payload);
-    if (std::string_view(path).ends_with('/') || in_path_set(s->keep, path)) return 1;
+    if (std::string_view(path).ends_with('/') || in_path_set(s->keep, path) || util::is_atomic_temp(path)) return 1;
     std::error_code ec;
     auto size = fs::file_size(s->root / path, ec);
     return (!ec && size > (64u << 20)) ? 1 : 0;
   };
-  check_git(git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &skip),
+  check_git(retry_while_files_change([&] { return git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &skip); }),
             "adding untracked files to the snapshot");
   Commit parent_commit;
   const git_commit* parents[1] = {nullptr};
@@ -1432,7 +1450,7 @@ void Repository::finish_interrupted_sync() const {
       std::string prefix = "." + fs::path(p).filename().string() + ".abtrack-";
       for (const auto& e : fs::directory_iterator(dir, ec)) {
         std::string name = e.path().filename().string();
-        if (name.starts_with(prefix) && name.ends_with(".tmp")) fs::remove(e.path(), ec);
+        if (name.starts_with(prefix) && util::is_atomic_temp(name)) fs::remove(e.path(), ec);
       }
     }
     std::vector<std::string> kept;  // the user's edits stay; preflight reports them

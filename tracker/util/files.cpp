@@ -71,6 +71,14 @@ void UniqueFd::reset(int fd) {
   m_fd = fd;
 }
 
+bool is_atomic_temp(std::string_view path) {
+  const std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  const std::size_t tag = name.rfind(".abtrack-");
+  if (!name.starts_with('.') || tag == std::string_view::npos || tag < 2 || !name.ends_with(".tmp")) return false;
+  const std::string_view digits = name.substr(tag + 9, name.size() - 4 - (tag + 9));
+  return !digits.empty() && digits.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);

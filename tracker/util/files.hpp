@@ -49,6 +49,10 @@ enum class Durability {
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        Durability durability = Durability::durable);
 
+// Whether `path`'s file name is one of write_file_atomic's temp files (".<name>.abtrack-<hex>.tmp"),
+// which another abtrack may be writing in the same folder: never code, never an output.
+bool is_atomic_temp(std::string_view path);
+
 // SHA-256 of `data` as 64 lowercase hex digits.
 std::string sha256_hex(std::string_view data);
 
