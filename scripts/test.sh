@@ -15,32 +15,35 @@ abtrack_build build
 [ "$full" = 1 ] || exit 0
 
 # Reliability (docs/RELIABILITY.md). ABTRACK_CI_SANITIZE=0 / ABTRACK_CI_FUZZ=0 skip a part.
-# 1. The unit and e2e tests again, with abtrack built with AddressSanitizer + UBSan (build-asan/;
-#    the kernels' tests are left out: they test CUDA/CPU kernels, not abtrack). This build links
-#    Debian's shared libgit2 and friends (ABTRACK_LINK_STATIC=OFF): tests/lsan.supp names those
-#    libraries, and the shared fallback gets tested too (build/ tests the static link).
+# One clang-14 build (build-asan/) with AddressSanitizer + UBSan and libFuzzer's coverage serves
+# both parts: abtrack and the unit tests for the suite, the fuzz targets for fuzzing (the kernels
+# are left out: their tests test CUDA/CPU kernels, not abtrack). It links Debian's shared libgit2
+# and friends (ABTRACK_LINK_STATIC=OFF): tests/lsan.supp names those libraries, and the shared
+# fallback gets tested too (build/ tests the static link). -O1 and line tables: stack traces
+# name the line, and the build costs less.
+targets=()
+[ "${ABTRACK_CI_SANITIZE:-1}" != 0 ] && targets+=(abtrack abtrack_unit_tests)
+[ "${ABTRACK_CI_FUZZ:-1}" != 0 ] && targets+=(fuzz_plan fuzz_metrics fuzz_regions)
+[ ${#targets[@]} -gt 0 ] || exit 0
+cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DABTRACK_SANITIZE=ON -DABTRACK_ENABLE_FUZZ=ON \
+  -DABTRACK_LINK_STATIC=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
+cmake --build build-asan -j "$(nproc)" --target "${targets[@]}" || exit 3
+# 1. The unit and e2e tests again, under the sanitizers.
 if [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABTRACK_SANITIZE=ON \
-    -DABTRACK_LINK_STATIC=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
-  cmake --build build-asan -j "$(nproc)" --target abtrack abtrack_unit_tests || exit 3
   (cd build-asan &&
     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ABTRACK_E2E_RSS_LIMIT_MB=600 CI=${CI:-true} \
     ctest --output-on-failure -j "$(nproc)" -E '^kernels\.' "$@")
 fi
-# 2. libFuzzer targets (clang-14, build-fuzz/), each for ABTRACK_FUZZ_SECONDS (default 20) on a
-#    scratch copy of its seed corpus; a crash, leak, sanitizer report or timeout fails CI.
+# 2. The libFuzzer targets, each for ABTRACK_FUZZ_SECONDS (default 20) on a scratch copy of its
+#    seed corpus; a crash, leak, sanitizer report or timeout fails CI.
 if [ "${ABTRACK_CI_FUZZ:-1}" != 0 ]; then
-  if [ ! -f build-fuzz/CMakeCache.txt ]; then
-    cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DABTRACK_ENABLE_FUZZ=ON -DABTRACK_ENABLE_TESTS=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
-  fi
-  cmake --build build-fuzz -j "$(nproc)" --target fuzz_plan fuzz_metrics fuzz_regions || exit 3
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
   for t in plan metrics regions; do
     mkdir -p "$scratch/$t"
-    build-fuzz/tests/fuzz/fuzz_$t -max_total_time="${ABTRACK_FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=1024 \
+    build-asan/tests/fuzz/fuzz_$t -max_total_time="${ABTRACK_FUZZ_SECONDS:-20}" -timeout=10 -rss_limit_mb=1024 \
       -print_final_stats=1 -artifact_prefix="$scratch/" "$scratch/$t" tests/fuzz/corpus/$t >"$scratch/$t.log" 2>&1 || {
       tail -50 "$scratch/$t.log" >&2
       echo "abtrack: fuzz_$t failed; the input is in $scratch (kept)" >&2

@@ -50,7 +50,8 @@ TEST_CASE("stats: k-th log difference equals brute force") {
 TEST_CASE("stats: the shift and interval are the same doubles whether the differences are sorted or bisected") {
   testing::Rng rng(11);
   const std::pair<std::size_t, std::size_t> sizes[] = {{1, 1}, {2, 3}, {20, 20}, {7, 31}, {256, 256}, {257, 256}, {300, 250}};
-  for (const auto& [n1, n2] : sizes) {
+  for (const auto& size : sizes) {
+    const std::size_t n1 = size.first, n2 = size.second;  // CAPTURE's lambda cannot name a structured binding in clang 14
     for (int ties = 0; ties < 2; ++ties) {
       std::vector<double> a = rng.times(n1, 10, 0.05), b = rng.times(n2, 9.5, 0.05);
       if (ties)
