@@ -7,11 +7,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 full=0
 if [ "${1:-}" = "--full" ]; then full=1; shift; fi
+part() { echo "test.sh: $1 done at $((SECONDS / 60)) min $((SECONDS % 60)) s" >&2; }
 . scripts/deps.sh
 abtrack_install_deps
+part "packages"
 abtrack_build build
+part "build/"
 # CI=true makes the scipy oracle test fail (not skip) when scipy is missing.
 (cd build && CI=${CI:-true} ctest --output-on-failure -j "$(nproc)" "$@")
+part "the suite"
 [ "$full" = 1 ] || exit 0
 
 # Reliability (docs/RELIABILITY.md). ABTRACK_CI_SANITIZE=0 / ABTRACK_CI_FUZZ=0 skip a part.
@@ -29,12 +33,14 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DABTRACK_SANITIZE=ON -DABTRACK_ENABLE_FUZZ=ON \
   -DABTRACK_LINK_STATIC=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
 cmake --build build-asan -j "$(nproc)" --target "${targets[@]}" || exit 3
+part "build-asan/"
 # 1. The unit and e2e tests again, under the sanitizers.
 if [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ]; then
   (cd build-asan &&
     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ABTRACK_E2E_RSS_LIMIT_MB=600 CI=${CI:-true} \
     ctest --output-on-failure -j "$(nproc)" -E '^kernels\.' "$@")
+  part "the suite under the sanitizers"
 fi
 # 2. The libFuzzer targets, each for ABTRACK_FUZZ_SECONDS (default 20) on a scratch copy of its
 #    seed corpus; a crash, leak, sanitizer report or timeout fails CI.
@@ -52,4 +58,5 @@ if [ "${ABTRACK_CI_FUZZ:-1}" != 0 ]; then
     }
     echo "fuzz_$t: $(sed -n 's/^stat::number_of_executed_units: *//p' "$scratch/$t.log") executions in ${ABTRACK_FUZZ_SECONDS:-20} s, no crash"
   done
+  part "fuzzing"
 fi
