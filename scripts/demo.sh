@@ -11,13 +11,8 @@ src=$(pwd)
 . scripts/deps.sh
 abtrack_install_deps
 
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-fi
 echo "abtrack demo: building abtrack and mla_decode_bench" >&2
-cmake --build build -j "$(nproc)" --target abtrack mla_decode_bench >/dev/null
+abtrack_build build abtrack mla_decode_bench >/dev/null
 abtrack="$src/build/abtrack"
 
 plan=examples/occupancy/cpu.yaml

@@ -26,15 +26,19 @@ abtrack_install_deps() {
     || { echo "abtrack: apt-get failed; run: $line" >&2; exit 3; }
 }
 
-# Configures and builds into $1 (default build/) with every core. -g1 (functions and line
-# tables: what a backtrace or perf needs) instead of -g compiles in two thirds of the time.
+# Configures $1 (default build/) when it has no cache yet and builds the targets named after it
+# (everything when none) with every core. -g1 (functions and line tables: what a backtrace or
+# perf needs) instead of -g compiles in two thirds of the time.
 abtrack_build() {
   local dir=${1:-build}
+  shift || true
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
       >/dev/null || exit 3
   fi
-  cmake --build "$dir" -j "$(nproc)" || exit 3
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  cmake --build "$dir" -j "$(nproc)" "${targets[@]}" || exit 3
 }
