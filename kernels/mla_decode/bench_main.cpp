@@ -257,12 +257,6 @@ void add_check(mla::JsonLine& j, const mla::CheckResult& c) {
   j.add("check_passed", c.passed);
 }
 
-[[maybe_unused]] mla::CheckResult worse(const mla::CheckResult& a, const mla::CheckResult& b) {
-  if (!a.passed && b.passed) return a;
-  if (a.passed && !b.passed) return b;
-  return (a.corruption_pct > b.corruption_pct || !(a.rel_err <= b.rel_err)) ? a : b;
-}
-
 void print_summary(const std::string& what, const std::vector<double>& us, const mla::CheckResult& c) {
   std::printf("%s\n", what.c_str());
   std::printf("  median %.2f us over %zu samples; rel_err %.3e, max_abs_err %.3e, corruption %.4f%%, "
@@ -322,6 +316,12 @@ int run_cpu(const Options& o) {
 }
 
 #ifdef ABTRACK_HAVE_CUDA
+mla::CheckResult worse(const mla::CheckResult& a, const mla::CheckResult& b) {
+  if (!a.passed && b.passed) return a;
+  if (a.passed && !b.passed) return b;
+  return (a.corruption_pct > b.corruption_pct || !(a.rel_err <= b.rel_err)) ? a : b;
+}
+
 int print_infeasible(const Options& o, const std::string& device, const std::string& why,
                      std::size_t smem, std::optional<int> splits) {
   std::fprintf(stderr, "mla_decode_bench: infeasible configuration: %s\n", why.c_str());

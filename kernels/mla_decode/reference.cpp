@@ -159,10 +159,10 @@ void write_cached(const std::filesystem::path& file, const Shape& s, const Refer
 std::uint64_t reference_key(const Inputs& in, double softmax_scale) {
   Hasher h;
   // The source hash (kernels/mla_decode/CMakeLists.txt) changes with the code that computes the
-  // reference and dequantizes its inputs, so two builds never share an entry by mistake.
+  // reference, dequantizes its inputs and writes the file, so two builds never share an entry by
+  // mistake.
   h.bytes(ABTRACK_MLA_REFERENCE_SOURCES, sizeof ABTRACK_MLA_REFERENCE_SOURCES - 1);
-  const std::int64_t header[5] = {static_cast<std::int64_t>(kReferenceVersion), in.shape.batch,
-                                  in.shape.heads, in.shape.topk,
+  const std::int64_t header[4] = {in.shape.batch, in.shape.heads, in.shape.topk,
                                   std::bit_cast<std::int64_t>(softmax_scale)};
   h.bytes(header, sizeof header);
   h.bytes(in.q.data(), in.q.size() * sizeof in.q[0]);

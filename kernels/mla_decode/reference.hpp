@@ -20,8 +20,8 @@ struct Reference {
 Reference reference_decode(const Inputs& in, double softmax_scale, int threads = 0);
 
 // A 64-bit key of everything the reference reads: q, the indices, every pool row they point to,
-// the scale, a hash of the sources that compute it (reference.cpp, format.*) and kReferenceVersion.
-inline constexpr std::uint64_t kReferenceVersion = 1;
+// the scale, and a hash of the sources that compute it and write the file (reference.cpp, format.*,
+// problem.*).
 std::uint64_t reference_key(const Inputs& in, double softmax_scale);
 
 // reference_decode, kept in `dir` as <key>.ref: a later call with the same inputs reads the file

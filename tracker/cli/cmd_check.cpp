@@ -4,8 +4,6 @@
 // is worse beyond min_effect, its pool failed a gate or its latest run is invalid.
 #include <algorithm>
 #include <cmath>
-
-#include <cstdlib>
 #include <optional>
 
 #include <fmt/format.h>
@@ -144,14 +142,13 @@ int cmd_check(const Args& args) {
     const auto& a = args.rest[i];
     if (a == "--history") history = true;
     else if (auto v = take_value(args.rest, i, "--min-effect")) {
-      std::string text = *v;
-      if (!text.empty() && text.back() == '%') text.pop_back();
-      char* end = nullptr;
-      const double pct = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(pct >= 0 && pct < 100))
+      std::string_view text = *v;
+      if (text.ends_with('%')) text.remove_suffix(1);
+      const auto pct = util::parse_double(text);
+      if (!pct || !(*pct >= 0 && *pct < 100))
         throw Error(Exit::usage, fmt::format("--min-effect '{}' is not a percentage from 0% to below 100%", *v),
                     "abtrack check --history --min-effect 2% (changes within ±2% count as the same)");
-      min_effect = pct;
+      min_effect = *pct;
     }
     else if (auto v = take_value(args.rest, i, "--format")) {
       if (*v == "text") format = Format::text;

@@ -44,6 +44,16 @@ std::string p_text(const std::optional<double>& p) {
   return fmt::format("p={}", util::format_number(*p));
 }
 
+// A comparison as the results tables show it: the change, its interval, the verdict and p.
+std::string comparison_text(const stats::Comparison& res) {
+  if (res.exact) return fmt::format("{} {}", stats::delta_text(res), stats::verdict_text(res));
+  if (res.absolute)
+    return fmt::format("{} {} {}, {}", stats::delta_text(res), abs_interval(res.delta_abs_ci), stats::verdict_text(res),
+                       p_text(res.decisive_p()));
+  return fmt::format("{} {} {}, {}{}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
+                     p_text(res.decisive_p()), res.analysis == "paired" ? fmt::format(", paired ×{}", res.pairs) : "");
+}
+
 std::string outcome_text(Outcome o) {
   switch (o) {
     case Outcome::pass: return "pass";
@@ -297,14 +307,7 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
     for (const auto& v : st.cell->cell.values) row.push_back(escape_cell(v));
     row.push_back(ps == pooled.end() || !st.cell->latest() ? "" : escape_cell(median_text(ps->second, false)));
     const std::string vs = st.against.empty() ? "" : " (vs " + escape_cell(st.against) + ")";
-    if (!st.note.empty()) row.push_back(st.note + vs);
-    else if (st.result.exact || st.result.absolute)
-      row.push_back(escape_cell(stats::delta_text(st.result) + " " + stats::verdict_text(st.result)) + vs);
-    else
-      row.push_back(escape_cell(fmt::format("{} {} {}, {}{}", pct(st.result.delta_pct), pct_interval(st.result.delta_ci_pct),
-                                            stats::verdict_text(st.result), p_text(st.result.decisive_p()),
-                                            st.result.analysis == "paired" ? fmt::format(", paired ×{}", st.result.pairs) : "")) +
-                    vs);
+    row.push_back((st.note.empty() ? escape_cell(comparison_text(st.result)) : st.note) + vs);
     rows += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
   }
   std::string head = "\n**Step by step:** each revision against the one before it in `revisions:`";
@@ -470,13 +473,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
             any_exact = any_exact || res.exact;
             any_absolute = any_absolute || res.absolute;
             any_paired = any_paired || res.analysis == "paired";
-            if (res.exact) cell = fmt::format("{} {}", stats::delta_text(res), stats::verdict_text(res));
-            else if (res.absolute)
-              cell = fmt::format("{} {} {}, {}", stats::delta_text(res), abs_interval(res.delta_abs_ci), stats::verdict_text(res),
-                                 p_text(res.decisive_p()));
-            else
-              cell = fmt::format("{} {} {}, {}{}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
-                                 p_text(res.decisive_p()), res.analysis == "paired" ? fmt::format(", paired ×{}", res.pairs) : "");
+            cell = comparison_text(res);
           }
         }
         row.push_back(escape_cell(cell));
