@@ -157,11 +157,13 @@ wait "$writer"
 expect_true "steps ran while the file was replaced ($steps)" test "$steps" -ge 3
 expect_eq "$failed" 0 "no step failed ($(grep -m3 error "$WORK/rep.err" | tr '\n' ' '))"
 git checkout -q big.txt
+# One such file there before the step (a write in progress), one the command writes meanwhile.
+echo partial >.AB.md.abtrack-beef.tmp
 expect_rc 0 ab step --cell n=2
 expect_not_contains "$ERR" "abtrack-5eed" "another abtrack's temp file is not reported as an output"
 expect_eq "$(json "runs/rep/$(git ls-tree --name-only HEAD runs/rep/ | tail -1 | xargs basename)" 'd["code"]["dirty"]')" \
   false "another abtrack's temp file does not make the code dirty"
-rm .AB.md.abtrack-5eed.tmp
+rm .AB.md.abtrack-5eed.tmp .AB.md.abtrack-beef.tmp
 expect_clean "after the steps"
 expect_rc 0 ab verify
 
