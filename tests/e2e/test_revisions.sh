@@ -36,7 +36,7 @@ echo "staged" >>NOTES.txt && git add NOTES.txt
 before_status=$(git status --porcelain)
 index_now() { git ls-files -s | grep -v -P '\t(runs/|AB\.)' | sha1sum; }
 before_index=$(index_now)
-main=$(git rev-parse main)
+main=$(git rev-parse main~1)  # main's tip is abtrack's init commit: a name means the user's commit below it
 expect_rc 0 ab run --seed 3
 expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" 2 "each revision built once"
 expect_eq "$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | wc -l | tr -d " ")" 16 "8 rounds x 2 revisions"

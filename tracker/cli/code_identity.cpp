@@ -67,6 +67,10 @@ void other_documents(const Context& ctx, std::set<std::string>& out) {
 
 gitstore::PathSet data_paths(const Context& ctx) {
   std::set<std::string> paths{std::string(plan::kRunsFolder) + "/", ctx.plan.doc, doc::plot_path(ctx.plan)};
+  // The plan itself: what it says about running the code is in each run's recipe
+  // (plan::recipe); its prose is not code, so editing `why:` keeps the pools and the builds.
+  if (auto rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string(); !rel.empty() && !rel.starts_with(".."))
+    paths.insert(rel);
   other_documents(ctx, paths);
   // The plan's declared outputs, for every cell: artifacts are repo-relative, metric files
   // relative to the commands' working directory.

@@ -176,13 +176,16 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.cell = record::cell_values(ctx.plan, run.cell);
   rec.data = run;
   rec.code = code;
+  rec.code.recipe = plan::recipe(ctx.plan, run.cell);
   rec.env = env;
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
   rec.artifacts = hash_artifacts(ctx, run.cell, root ? *root : ctx.repo.workdir());
   rec.doc = ctx.plan.doc;
-  if (run.source == "command") note_outputs(ctx, &run.cell);
+  // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
+  // is the user's, never an output.
+  if (run.source == "command" && !root) note_outputs(ctx, &run.cell);
   return rec;
 }
 

@@ -49,7 +49,9 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
         throw Error(Exit::environment, fmt::format("revision '{}': the work tree could not be snapshot", name),
                     "see the warning above; commit the change and name its commit instead");
     } else {
-      auto commit = ctx.repo.resolve(r.spec);
+      // Against the user's history: abtrack's own commits (Abtrack-Experiment) are passed over,
+      // so HEAD~1 means the same commit however many runs were committed since.
+      auto commit = ctx.repo.resolve_in_user_history(r.spec, "Abtrack-Experiment");
       if (!commit)
         throw Error(Exit::usage, Location{ctx.plan_name, 0, 0},
                     fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec),
@@ -57,6 +59,7 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
       r.code.commit = *commit;
       r.code.tree = ctx.repo.tree_without(*commit, data);
     }
+    r.code.revision = r.spec;
     r.dir = tree_dir(ctx, r.code.tree);
     out.push_back(std::move(r));
   }

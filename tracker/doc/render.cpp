@@ -184,7 +184,7 @@ std::string code_warnings(const std::vector<CellComparison>& comps) {
     if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.base->latest() || !cc.unavailable.empty()) continue;
     const Record* c = cc.cell->latest();
     const Record* b = cc.base->latest();
-    if (c->code.same_identity(b->code)) continue;
+    if (c->code.same_code(b->code)) continue;
     auto name = [](const Record* r) { return r->code.short_name(); };
     lines.push_back(fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
                                 "(run the baseline again on this code)",

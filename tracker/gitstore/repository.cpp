@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -810,6 +811,72 @@ std::string Repository::tree_without(const std::optional<std::string>& commit, c
   git_oid id;
   check_git(git_tree_create_updated(&id, m_repo, tree.get(), updates.size(), updates.data()), "computing the code's identity");
   return hex(id);
+}
+
+namespace {
+
+// Whether the commit's message has a trailer `key`.
+bool has_trailer(git_commit* c, std::string_view key) {
+  git_message_trailer_array arr{};
+  const char* msg = git_commit_message(c);
+  if (!msg || git_message_trailers(&arr, msg) != 0) {
+    git_error_clear();
+    return false;
+  }
+  bool found = false;
+  for (std::size_t i = 0; i < arr.count && !found; ++i) found = key == arr.trailers[i].key;
+  git_message_trailer_array_free(&arr);
+  return found;
+}
+
+}  // namespace
+
+std::optional<std::string> Repository::resolve_in_user_history(const std::string& spec, std::string_view own) const {
+  const auto cut = spec.find_first_of("~^");
+  if (spec.find("@{") != std::string::npos || spec.find("^{") != std::string::npos || spec.find(':') != std::string::npos)
+    return resolve(spec);
+  auto base = resolve(spec.substr(0, cut));
+  if (!base) return std::nullopt;
+  git_oid at = parse_oid(*base);
+  // The user's commit at `at`: down the first parents past abtrack's own commits.
+  auto users = [&]() -> bool {
+    for (;;) {
+      Commit c;
+      if (git_commit_lookup(c.out(), m_repo, &at) != 0) {
+        git_error_clear();
+        return false;
+      }
+      if (!has_trailer(c.get(), own) || git_commit_parentcount(c.get()) == 0) return true;
+      at = *git_commit_parent_id(c.get(), 0);
+    }
+  };
+  auto parent = [&](unsigned n) -> bool {
+    if (n == 0) return true;
+    Commit c;
+    if (git_commit_lookup(c.out(), m_repo, &at) != 0 || git_commit_parentcount(c.get()) < n) {
+      git_error_clear();
+      return false;
+    }
+    at = *git_commit_parent_id(c.get(), n - 1);
+    return true;
+  };
+  if (!users()) return std::nullopt;
+  for (std::size_t i = cut; i < spec.size();) {
+    const char op = spec[i++];
+    std::size_t digits = i;
+    while (digits < spec.size() && std::isdigit(static_cast<unsigned char>(spec[digits]))) ++digits;
+    if (op != '~' && op != '^') return std::nullopt;
+    if (digits - i > 6) return std::nullopt;
+    const unsigned n = digits == i ? 1u : static_cast<unsigned>(std::stoul(spec.substr(i, digits - i)));
+    i = digits;
+    if (op == '^') {
+      if (!parent(n) || !users()) return std::nullopt;
+    } else {
+      for (unsigned k = 0; k < n; ++k)
+        if (!parent(1) || !users()) return std::nullopt;
+    }
+  }
+  return hex(at);
 }
 
 std::optional<std::string> Repository::resolve(const std::string& spec) const {

@@ -165,6 +165,12 @@ class Repository {
   // The commit `spec` names (a branch, tag, commit id or prefix, HEAD~3, origin/main, ...), as
   // 40 hex digits; nullopt when it names no commit.
   std::optional<std::string> resolve(const std::string& spec) const;
+  // The same over the user's history: the commits with a trailer `own` (abtrack's: they change
+  // only its data) are passed over, so "HEAD~1" is the user's commit before the one HEAD's code
+  // came from however many run commits lie between, and "main" its newest commit of the user's.
+  // Relative steps (~N, ^N) follow the first-parent chain of the user's commits; a spec with
+  // other syntax (^{...}, @{...}, :path) is resolved as git would. nullopt: names no commit.
+  std::optional<std::string> resolve_in_user_history(const std::string& spec, std::string_view own) const;
   // The first-parent history from `bad` back to (not including) `good`, oldest first; nullopt
   // when `good` is not a first-parent ancestor of `bad`. Throws Error(environment).
   std::optional<std::vector<std::string>> first_parent_path(const std::string& good, const std::string& bad) const;

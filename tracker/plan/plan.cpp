@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "util/files.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::plan {
@@ -251,6 +252,18 @@ bool holds(Op op, double v, double t) {
     case Op::ne: return v != t;
   }
   return false;
+}
+
+std::string recipe(const Plan& plan, const Cell& cell) {
+  // Each part named and length-prefixed, so no two recipes hash the same text.
+  std::string text;
+  auto part = [&](std::string_view name, std::string_view value) { text += fmt::format("{} {}\n{}\n", name, value.size(), value); };
+  part("command", substitute(plan, cell, plan.command, true));
+  part("workdir", plan.workdir);
+  for (const auto& [k, v] : plan.env) part("env " + k, substitute(plan, cell, v, false));
+  part("setup", plan.setup);
+  part("build", substitute(plan, cell, plan.build, true));
+  return util::sha256_hex(text).substr(0, 16);
 }
 
 }  // namespace abtrack::plan

@@ -160,6 +160,10 @@ std::string substitute(const Plan& plan, const Cell& cell, std::string_view text
 // Replaces each {axis} (and {axis...}) in the regex `text` with the cell's value, its regex
 // syntax characters escaped, so that the value matches itself literally.
 std::string substitute_regex(const Plan& plan, const Cell& cell, std::string_view text);
+// How the cell's code is run, as 16 hex digits: a hash of its command after substitution, its
+// workdir and env, and the plan's setup and build. Part of a run's identity (record::Code):
+// runs of one code tree with other recipes never pool. The plan's prose is not in it.
+std::string recipe(const Plan& plan, const Cell& cell);
 // The plan's metrics as they apply to `cell`: the {axis} of each `name:`/`state:` regex replaced
 // (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
 std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell);

@@ -21,7 +21,8 @@ namespace {
 //    crash that one with SIGBUS): versions up to 4 remove a file of another version instead,
 //    which a mapping survives.
 // 6: the code's content identity (Code::tree) in the header, the schedule in the body.
-constexpr std::string_view kMagic = "abtrack-record-cache 6\n";
+// 7: the code's recipe and revision in the header.
+constexpr std::string_view kMagic = "abtrack-record-cache 7\n";
 
 class Writer {
  public:
@@ -101,6 +102,8 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   h.pod<std::uint8_t>(r.code.dirty);
   h.str(r.code.snapshot);
   h.str(r.code.tree);
+  h.str(r.code.recipe);
+  h.str(r.code.revision);
   std::string header = h.take();
   Writer w;
   w.str(oid);
@@ -189,6 +192,8 @@ std::string_view decode_header(std::string_view payload, HeaderView& h) {
   h.dirty = r.pod<std::uint8_t>();
   h.snapshot = r.view();
   h.tree = r.view();
+  h.recipe = r.view();
+  h.revision = r.view();
   if (!r.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
   return oid;
 }
@@ -211,6 +216,8 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   r.code.dirty = h.dirty;
   r.code.snapshot = h.snapshot;
   r.code.tree = h.tree;
+  r.code.recipe = h.recipe;
+  r.code.revision = h.revision;
   if (part == Part::header) return oid;
   Reader in(payload);
   in.view();

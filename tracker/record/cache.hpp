@@ -31,6 +31,8 @@ struct HeaderView {
   bool dirty = false;
   std::string_view snapshot;
   std::string_view tree;
+  std::string_view recipe;
+  std::string_view revision;
   std::uint32_t cell_size = 0;  // pairs in `cell`
   std::string_view cell;        // the cell's axis -> value pairs, encoded (use value())
   // The value of the first pair naming `axis`, nullopt when none does.
@@ -38,6 +40,7 @@ struct HeaderView {
   // Whether both ran the same code (Code::same_identity).
   bool same_identity(const HeaderView& o) const {
     if ((dirty && snapshot.empty()) || (o.dirty && o.snapshot.empty())) return false;
+    if (!recipe.empty() && !o.recipe.empty() && recipe != o.recipe) return false;
     if (!tree.empty() && !o.tree.empty()) return tree == o.tree;
     return commit == o.commit && snapshot == o.snapshot;
   }

@@ -284,7 +284,9 @@ std::string to_json(const Record& r) {
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
                          {"dirty", r.code.dirty},
                          {"snapshot", r.code.snapshot.empty() ? ojson(nullptr) : ojson(r.code.snapshot)},
-                         {"tree", r.code.tree.empty() ? ojson(nullptr) : ojson(r.code.tree)}}},
+                         {"tree", r.code.tree.empty() ? ojson(nullptr) : ojson(r.code.tree)},
+                         {"recipe", r.code.recipe.empty() ? ojson(nullptr) : ojson(r.code.recipe)},
+                         {"revision", r.code.revision.empty() ? ojson(nullptr) : ojson(r.code.revision)}}},
           {"doc", r.doc.empty() ? ojson(nullptr) : ojson(r.doc)},
           {"env", env},
           {"artifacts", artifacts},
@@ -350,6 +352,8 @@ Record parse_record(std::string_view text, const std::string& name) {
     r.code.dirty = code.value("dirty", false);
     if (code.contains("snapshot") && code["snapshot"].is_string()) r.code.snapshot = code["snapshot"];
     if (code.contains("tree") && code["tree"].is_string()) r.code.tree = code["tree"];
+    if (code.contains("recipe") && code["recipe"].is_string()) r.code.recipe = code["recipe"];
+    if (code.contains("revision") && code["revision"].is_string()) r.code.revision = code["revision"];
     if (j.contains("doc") && j["doc"].is_string()) r.doc = j["doc"];
     if (j.contains("env") && j["env"].is_object()) {
       const auto& e = j["env"];

@@ -27,6 +27,13 @@ struct Code {
   // abtrack's data (runs/, the experiments' documents and plots) and the commands' outputs.
   // Empty in records written before it existed, and for unknown code.
   std::string tree;
+  // How the code was run: a hash of the cell's command after substitution, its workdir and
+  // env, the plan's setup and build (plan::recipe). Runs of one tree with other recipes ran
+  // other code. Empty in records written before it existed: those compare the tree alone.
+  std::string recipe;
+  // For a plan with revisions: what the cell's revision named ("main", "HEAD~1", "WORKTREE"),
+  // resolved to `commit`. Empty otherwise.
+  std::string revision;
   // The Abtrack-Code trailer value: "<commit>", "<commit> +snapshot <sha>", or "<commit> +dirty"
   // when the work tree differed and no snapshot could be made ("unborn" for no commit).
   std::string trailer() const;
@@ -36,11 +43,18 @@ struct Code {
   bool unknown() const { return dirty && snapshot.empty(); }
   // Whether both ran the same code: the same content identity (commits that differ only in
   // data, a revert of a run commit, ... are one code); records without one compare their
-  // trailers. Unknown code is the same as no other run's (a run is its own pool then).
-  bool same_identity(const Code& other) const {
+  // trailers. Unknown code is the same as no other run's (a run is its own pool then). Cells
+  // of one plan run other commands on the same code: this is what tells their code apart.
+  bool same_code(const Code& other) const {
     if (unknown() || other.unknown()) return false;
     if (!tree.empty() && !other.tree.empty()) return tree == other.tree;
     return commit == other.commit && snapshot == other.snapshot;
+  }
+  // Whether two runs of one cell measured the same thing and pool: the same code, run the same
+  // way (their recipes agree; a record without one is taken to agree).
+  bool same_identity(const Code& other) const {
+    if (!recipe.empty() && !other.recipe.empty() && recipe != other.recipe) return false;
+    return same_code(other);
   }
 };
 
