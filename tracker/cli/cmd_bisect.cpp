@@ -50,8 +50,8 @@ void measure(Context& ctx, const GlobalOptions& g, const Bisect& b, const std::s
   opts.rounds = b.rounds;
   opts.seed = b.seed;
   opts.group = std::vector<plan::Cell>{b.good_cell, b.candidate_cell};
-  opts.results_to_stderr = true;
-  opts.committed = &runs;
+  opts.run.results_to_stderr = true;
+  opts.run.records = &runs;
   run_revisions(ctx, g, opts);  // its exit code: a failed or invalid run, judged below from the records
 }
 

@@ -55,12 +55,13 @@ const std::vector<Command>& commands() {
        "               one at a time, in plan order\n"
        "  --detach     with executor: slurm, return after submitting the job array (prints the job id);\n"
        "               `abtrack collect` commits the results later\n"
-       "With revisions: the plan's revisions are resolved, each code tree is written under\n"
+       "With revisions: the plan's revisions are resolved against your history (abtrack's own commits\n"
+       "passed over: HEAD~1 stays put as runs are committed), each code tree is written under\n"
        ".git/abtrack/trees/ and built there once (build:), and every group of cells that differ only in rev\n"
-       "and lacks a run on its revision's current code is measured for rounds: rounds (--rounds; default\n"
-       "10), its revisions back to back in an order that alternates between rounds; the document compares\n"
-       "them paired by round. --jobs, --detach and --dry-run do not apply then.\n"
-       "A cell's runs on the same code pool their samples in the document.\n"
+       "and lacks a valid run on its revision's current code and command is measured for rounds: rounds\n"
+       "(--rounds; default 10), its revisions back to back in an order that alternates between rounds;\n"
+       "the document compares them paired by round. --jobs above 1 and --detach do not apply then.\n"
+       "A cell's runs on the same code and command pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
       {"status", "status [--json]", "every cell with its pool's outcome, or pending",

@@ -62,7 +62,7 @@ std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<
   std::mt19937_64 rng(seed);
   std::vector<std::pair<plan::Cell, runner::Schedule>> out;
   // Interleaved rounds of one invocation pair a cell with its baseline round by round.
-  const std::string batch = rounds > 1 ? fmt::format("{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) : "";
+  const std::string batch = rounds > 1 ? new_batch_id() : "";
   for (int r = 1; r <= rounds; ++r) {
     std::vector<plan::Cell> order = cells;
     if (rounds > 1)
@@ -71,44 +71,6 @@ std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<
       out.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(out.size()) + 1, batch});
   }
   return out;
-}
-
-// `dirty`: the preflight's finding, good for the first cell (later cells scan again: a setup
-// or the user may change files meanwhile).
-void run_with_progress(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
-                       bool dirty, const RunOptions& opts, int& worst_exit) {
-  CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
-  std::optional<runner::SetupResult> setup;
-  if (!util::trim(ctx.plan.setup).empty()) {
-    info(g, "setup: " + ctx.plan.setup);
-    setup = runner::run_setup(ctx.plan, executor);
-    if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
-  }
-  Progress bar(g, cells.size());
-  EarlyStop early;
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    const auto& [cell, sched] = cells[i];
-    record::Code code;  // a dry run commits nothing, and makes no snapshot
-    if (!opts.dry_run) code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
-    bar.start_cell(i, ctx.plan.label(cell));
-    auto progress = [&](int r, int n) { bar.invocation(r, n); };
-    runner::Run run;
-    try {
-      run = runner::run_cell(ctx.plan, cell, executor, setup ? &*setup : nullptr, progress);
-      util::trace("command ran");
-      if (sched.rounds > 1) run.schedule = sched;
-    } catch (const Interrupted& e) {
-      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
-                                                 ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
-    }
-    bar.cell_measured();
-    auto draft = draft_record(ctx, run, code);
-    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : journal_and_commit(ctx, draft);
-    bar.print_result(opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec), rec.data.outcome, stderr_excerpt(rec));
-    if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
-    if (opts.early_stop)
-      if (auto stop = early.add(rec); stop && i + 1 < cells.size()) throw *stop;
-  }
 }
 
 }  // namespace
@@ -166,10 +128,10 @@ int cmd_step(const Args& args) {
     recover_journal(ctx);
   }
   if (!ctx.plan.revisions.empty() && !record_file && metric_specs.empty()) {
-    if (opts.dry_run) throw Error(Exit::usage, "--no-commit does not apply to a plan with revisions:");
     RevisionRunOptions revision_opts;
     revision_opts.only = cell;
     revision_opts.step = true;
+    revision_opts.run = opts;
     return run_revisions(ctx, args.global, revision_opts);
   }
   if (!cell) {
@@ -197,7 +159,7 @@ int cmd_step(const Args& args) {
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
     run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
   else
-    run_with_progress(ctx, args.global, schedule({*cell}, 1, 0), dirty, opts, exit_code);
+    run_serial(ctx, args.global, schedule({*cell}, 1, 0), dirty, opts, exit_code);
   return exit_code;
 }
 
@@ -248,12 +210,18 @@ int cmd_run(const Args& args) {
   RevisionRunOptions revision_opts;
   for (const auto& s : rev_specs) add_revision_override(ctx.plan, s, revision_opts.overrides);
   if (!ctx.plan.revisions.empty()) {
-    if (opts.dry_run || detach || jobs) throw Error(Exit::usage, "--dry-run, --detach and --jobs do not apply to a plan with revisions:");
+    if (detach) throw Error(Exit::usage, "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
+    if (jobs && *jobs > 1)
+      throw Error(Exit::usage, "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
     revision_opts.rounds = rounds_given ? rounds : 0;
     revision_opts.seed = seed;
     revision_opts.all = all;
-    preflight(ctx);
-    recover_journal(ctx);
+    revision_opts.retry = retry;
+    revision_opts.run = opts;
+    if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
+      preflight(ctx);
+      recover_journal(ctx);
+    }
     return run_revisions(ctx, args.global, revision_opts);
   }
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
@@ -291,7 +259,7 @@ int cmd_run(const Args& args) {
   if (parallel > 1 || !ctx.plan.gpus.empty())
     run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
   else
-    run_with_progress(ctx, args.global, schedule(cells, rounds, *seed), dirty, opts, exit_code);
+    run_serial(ctx, args.global, schedule(cells, rounds, *seed), dirty, opts, exit_code);
   return exit_code;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commit_run.hpp"
+#include "cli/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
 #include "util/process.hpp"
@@ -28,14 +29,31 @@ std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan) {
 
 namespace {
 
-// Whether the cell has a valid run on its revision's code as resolved now.
-bool measured(const std::vector<record::CellRuns>& cells, const plan::Cell& cell, const Revision& rev) {
+// The latest run of `cell` on its revision's code as resolved now and its recipe, if any.
+const record::Record* latest_on_code(const plan::Plan& plan, const std::vector<record::CellRuns>& cells, const plan::Cell& cell,
+                                     const Revision& rev) {
+  const std::string recipe = plan::recipe(plan, cell);
   for (const auto& c : cells)
     if (c.cell == cell)
-      return std::any_of(c.runs.begin(), c.runs.end(), [&](const record::Record* r) {
-        return r->data.outcome != runner::Outcome::invalid && !r->code.tree.empty() && r->code.tree == rev.code.tree;
-      });
-  return false;
+      for (auto it = c.runs.rbegin(); it != c.runs.rend(); ++it) {
+        const record::Code& code = (*it)->code;
+        if (!code.tree.empty() && code.tree == rev.code.tree && (code.recipe.empty() || code.recipe == recipe)) return *it;
+      }
+  return nullptr;
+}
+
+// Whether the cell still needs a run: none valid on its code (with `retry`: the latest failed a gate).
+bool pending(const plan::Plan& plan, const std::vector<record::CellRuns>& cells, const plan::Cell& cell, const Revision& rev,
+             bool retry) {
+  const record::Record* latest = latest_on_code(plan, cells, cell, rev);
+  if (!latest || latest->data.outcome == runner::Outcome::invalid) return true;
+  return retry && latest->data.outcome == runner::Outcome::fail;
+}
+
+const Revision& revision_for(const Context& ctx, const std::vector<Revision>& revisions, const plan::Cell& cell) {
+  const Revision* r = revision_of(ctx.plan, revisions, cell);
+  if (!r) throw Error(Exit::usage, fmt::format("the cell {} names no revision of the plan", ctx.plan.label(cell)));
+  return *r;
 }
 
 }  // namespace
@@ -49,6 +67,7 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   auto revisions = resolve_revisions(ctx, opts.overrides);
   auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   const auto cells = record::cells_with_runs(ctx.plan, records);
+  auto needs_run = [&](const plan::Cell& c) { return pending(ctx.plan, cells, c, revision_for(ctx, revisions, c), opts.retry); };
   std::vector<std::vector<plan::Cell>> todo;
   if (opts.group) todo.push_back(*opts.group);
   else for (auto& group : revision_groups(ctx.plan)) {
@@ -56,22 +75,16 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
       if (std::find(group.begin(), group.end(), *opts.only) != group.end()) todo.push_back({*opts.only});
       continue;
     }
-    bool pending = opts.all || std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) {
-                     return !measured(cells, c, *revision_of(ctx.plan, revisions, c));
-                   });
-    if (pending) todo.push_back(std::move(group));  // the whole group: its revisions pair by round
+    if (opts.all || std::any_of(group.begin(), group.end(), needs_run))
+      todo.push_back(std::move(group));  // the whole group: its revisions pair by round
   }
   if (opts.step && !opts.only && !todo.empty()) {
-    for (const auto& c : todo.front())
-      if (!measured(cells, c, *revision_of(ctx.plan, revisions, c))) {
-        todo = {{c}};
-        break;
-      }
-    if (todo.front().size() > 1) todo = {{todo.front().front()}};
+    auto first = std::find_if(todo.front().begin(), todo.front().end(), needs_run);
+    todo = {{first == todo.front().end() ? todo.front().front() : *first}};
   }
   if (todo.empty()) {
-    info(g, fmt::format("every cell of {} has a run on its revision's code; nothing to do (--all runs every cell again)",
-                        ctx.plan.experiment));
+    info(g, fmt::format("every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
+                        ctx.plan.experiment, opts.retry ? "" : ", --retry those whose latest run failed a gate"));
     return 0;
   }
   for (const auto& r : revisions)
@@ -86,7 +99,7 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   const int rounds = opts.only || opts.step ? 1 : opts.rounds > 0 ? opts.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 10;
   const std::uint64_t seed = opts.seed.value_or(std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32));
   std::mt19937_64 rng(seed);
-  const std::string batch = fmt::format("{:016x}", rng());
+  const std::string batch = new_batch_id();
   // Round r: the groups in a shuffled order, each group's revisions back to back, forwards in odd
   // rounds and backwards in even ones, so neither runs second (warmer) every time.
   std::vector<std::pair<plan::Cell, runner::Schedule>> schedule;
@@ -104,38 +117,13 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
                       schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
   runner::start_environment_probe();
-  runner::LocalExecutor executor;
-  std::optional<runner::SetupResult> setup;
-  if (!util::trim(ctx.plan.setup).empty()) {
-    info(g, "setup: " + ctx.plan.setup);
-    setup = runner::run_setup(ctx.plan, executor);
-    if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
-  }
+  RunOptions run = opts.run;
+  run.revisions = &revisions;
   int exit_code = 0;
-  for (std::size_t i = 0; i < schedule.size(); ++i) {
-    const auto& [cell, sched] = schedule[i];
-    const Revision& rev = *revision_of(ctx.plan, revisions, cell);
-    info(g, fmt::format("[{}/{}] round {}/{} {}", i + 1, schedule.size(), sched.round, sched.rounds, ctx.plan.label(cell)));
-    const plan::Plan p = plan_for(ctx.plan, rev);
-    const runner::SetupResult* before = rev.failed_build ? &*rev.failed_build : setup ? &*setup : nullptr;
-    runner::Run run;
-    try {
-      run = runner::run_cell(p, cell, executor, before);
-    } catch (const Interrupted& e) {
-      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it ({} of {} runs committed)",
-                                                 e.diagnostics().front().message, ctx.plan.label(cell), i, schedule.size()));
-    }
-    run.schedule = sched;
-    auto rec = journal_and_commit(ctx, draft_record(ctx, run, rev.code, &rev.dir));
-    if (opts.results_to_stderr) {
-      info(g, result_line(ctx.plan, rec));
-    } else {
-      fmt::print("{}\n", result_line(ctx.plan, rec));
-      std::fflush(stdout);
-    }
-    if (opts.committed) opts.committed->push_back(rec);
-    if (rec.data.outcome != runner::Outcome::pass) exit_code = static_cast<int>(Exit::run_failed);
-  }
+  if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as without revisions
+    run_parallel(ctx, g, schedule, 1, false, run, exit_code);
+  else
+    run_serial(ctx, g, schedule, false, run, exit_code);
   return exit_code;
 }
 

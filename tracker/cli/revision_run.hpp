@@ -10,6 +10,7 @@
 
 #include "cli/context.hpp"
 #include "cli/revisions.hpp"
+#include "cli/scheduler.hpp"
 
 namespace abtrack::cli {
 
@@ -18,20 +19,22 @@ struct RevisionRunOptions {
   int rounds = 0;                                // 0: the plan's `rounds:`, else 10
   std::optional<std::uint64_t> seed;             // shuffles the order of the groups in each round
   bool all = false;                              // every cell, not only those without a run on their code
+  bool retry = false;                            // also the cells whose latest run on their code failed a gate
   std::optional<plan::Cell> only;                // `step --cell`: this cell alone, once
   bool step = false;                             // `step`: one run of the first cell without one
   // `bisect`: exactly these cells (of one group), every round, whether they have runs or not.
   std::optional<std::vector<plan::Cell>> group;
-  bool results_to_stderr = false;                // each run's result line as progress (stderr), not stdout
-  std::vector<record::Record>* committed = nullptr;  // when set, receives each committed record
+  RunOptions run;  // how the runs are made: dry run, early stop, where results go
 };
 
 // The groups of cells measured together: the cells that differ only in `rev`, in plan order.
 std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan);
 
-// Resolves, writes and builds the revisions, then measures: every group that has a cell without
-// a run on its revision's current code (or every group, with `all`), `rounds` rounds, one commit
-// per run. Returns the exit code (1 when a run failed or was invalid).
+// Resolves, writes and builds the revisions, then measures through the one run path
+// (run_serial, or run_parallel for a plan with gpus:), each cell in its revision's tree: every
+// group that has a cell without a valid run on its revision's current code and recipe (or every
+// group, with `all`), `rounds` rounds, one commit per run. Returns the exit code (1 when a run
+// failed or was invalid); throws what the run path throws (interrupt, early stop).
 int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts);
 
 }  // namespace abtrack::cli

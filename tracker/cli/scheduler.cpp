@@ -7,6 +7,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "util/lock.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
+#include "util/trace.hpp"
 
 namespace abtrack::cli {
 namespace fs = std::filesystem;
@@ -94,6 +96,92 @@ std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
   return fmt::format("{} keeps its {} earlier run{}", ctx.plan.label(cell), n, n == 1 ? "" : "s");
 }
 
+std::string new_batch_id() {
+  return fmt::format("{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+}
+
+namespace {
+
+// Where a cell runs: in its revision's tree, rooted there, after its build (a failed build makes
+// the run invalid), measuring the revision's code; or in the work tree.
+struct Site {
+  const Revision* rev = nullptr;
+  plan::Plan plan;
+  const runner::SetupResult* before = nullptr;  // the build's failure, else the setup's result
+};
+
+Site site_of(const Context& ctx, const RunOptions& opts, const plan::Cell& cell, const std::optional<runner::SetupResult>& setup) {
+  Site s;
+  s.before = setup ? &*setup : nullptr;
+  if (!opts.revisions) {
+    s.plan = ctx.plan;
+    return s;
+  }
+  s.rev = revision_of(ctx.plan, *opts.revisions, cell);
+  if (!s.rev) throw Error(Exit::usage, fmt::format("the cell {} names no revision of the plan", ctx.plan.label(cell)));
+  s.plan = plan_for(ctx.plan, *s.rev);
+  if (s.rev->failed_build) s.before = &*s.rev->failed_build;
+  return s;
+}
+
+// The code a cell measures, taken (on the calling thread: libgit2) when it starts: its
+// revision's, or the work tree's (none for a dry run: it makes no snapshot).
+record::Code code_at_start(const Context& ctx, const RunOptions& opts, const Site& site, std::optional<bool> dirty) {
+  if (site.rev) return site.rev->code;
+  if (opts.dry_run) return {};
+  return code_identity(ctx, dirty);
+}
+
+// "round 2/6 rev=mine x=1" for a cell of several rounds, else its label.
+std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const runner::Schedule& sched) {
+  return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell)) : plan.label(cell);
+}
+
+std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, const GlobalOptions& g, const std::string& echo_prefix) {
+  if (util::trim(ctx.plan.setup).empty()) return std::nullopt;
+  CommandExecutor executor("", g.verbose ? output_echo(echo_prefix) : util::OutputFn{});
+  info(g, "setup: " + ctx.plan.setup);
+  auto setup = runner::run_setup(ctx.plan, executor);
+  if (!setup.ok) warn(setup.reason + "; every run of this invocation is recorded as invalid");
+  return setup;
+}
+
+}  // namespace
+
+void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+                bool dirty, const RunOptions& opts, int& worst_exit) {
+  CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
+  const auto setup = run_plan_setup(ctx, g, "");
+  Progress bar(g, cells.size());
+  EarlyStop early;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& [cell, sched] = cells[i];
+    const Site site = site_of(ctx, opts, cell, setup);
+    const record::Code code = code_at_start(ctx, opts, site, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+    bar.start_cell(i, progress_label(ctx.plan, cell, sched));
+    auto progress = [&](int r, int n) { bar.invocation(r, n); };
+    runner::Run run;
+    try {
+      run = runner::run_cell(site.plan, cell, executor, site.before, progress);
+      util::trace("command ran");
+      if (sched.rounds > 1) run.schedule = sched;
+    } catch (const Interrupted& e) {
+      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
+                                                 ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
+    }
+    bar.cell_measured();
+    auto draft = draft_record(ctx, run, code, site.rev ? &site.rev->dir : nullptr);
+    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : journal_and_commit(ctx, draft);
+    const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
+    if (opts.results_to_stderr) info(g, line);
+    else bar.print_result(line, rec.data.outcome, stderr_excerpt(rec));
+    if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+    if (opts.records) opts.records->push_back(rec);
+    if (opts.early_stop)
+      if (auto stop = early.add(rec); stop && i + 1 < cells.size()) throw *stop;
+  }
+}
+
 namespace {
 
 // What a measuring thread hands back.
@@ -108,13 +196,7 @@ struct Finished {
 
 void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
-  CommandExecutor setup_executor("", g.verbose ? output_echo("[setup] ") : util::OutputFn{});
-  std::optional<runner::SetupResult> setup;
-  if (!util::trim(ctx.plan.setup).empty()) {
-    info(g, "setup: " + ctx.plan.setup);
-    setup = runner::run_setup(ctx.plan, setup_executor);
-    if (!setup->ok) warn(setup->reason + "; every run of this invocation is recorded as invalid");
-  }
+  const auto setup = run_plan_setup(ctx, g, "[setup] ");
   std::deque<std::string> free_gpus(ctx.plan.gpus.begin(), ctx.plan.gpus.end());
   if (!free_gpus.empty()) jobs = std::min<int>(jobs, static_cast<int>(free_gpus.size()));
   jobs = std::max(1, jobs);
@@ -124,6 +206,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
   std::deque<Finished> inbox;
   std::vector<std::thread> threads;
   struct Slot {
+    std::optional<Site> site;
     record::Code code;
     std::optional<record::Record> draft;
     std::shared_ptr<void> journal;
@@ -150,9 +233,15 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
       if (slot.draft) {
         auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : commit_run(ctx, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
-        fmt::print("{}\n{}", opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec), stderr_excerpt(rec));
-        std::fflush(stdout);
+        const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
+        if (opts.results_to_stderr) {
+          info(g, line);
+        } else {
+          fmt::print("{}\n{}", line, stderr_excerpt(rec));
+          std::fflush(stdout);
+        }
         if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+        if (opts.records) opts.records->push_back(rec);
         if (opts.early_stop && !stopped_early)
           if (auto e = early.add(rec); e && next_dispatch < cells.size()) {
             stopped_early = std::move(e);
@@ -169,13 +258,14 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
       std::size_t i = next_dispatch++;
       const auto& [cell, sched] = cells[i];
       // The code identity is taken on this thread (libgit2), when the cell starts.
-      if (!opts.dry_run) slots[i].code = code_identity(ctx, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+      slots[i].site = site_of(ctx, opts, cell, setup);
+      slots[i].code = code_at_start(ctx, opts, *slots[i].site, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
       std::string gpu;
       if (!free_gpus.empty()) {
         gpu = free_gpus.front();
         free_gpus.pop_front();
       }
-      info(g, fmt::format("[{}/{}] {}{}", i + 1, cells.size(), ctx.plan.label(cell), gpu.empty() ? "" : " (gpu " + gpu + ")"));
+      info(g, fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
       ++running;
       threads.emplace_back([&, i, gpu] {
         Finished f;
@@ -184,7 +274,8 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         try {
           CommandExecutor executor(gpu, g.verbose ? output_echo(fmt::format("[{}] ", ctx.plan.label(cells[i].first)))
                                                   : util::OutputFn{});
-          auto run = runner::run_cell(ctx.plan, cells[i].first, executor, setup ? &*setup : nullptr);
+          const Site& site = *slots[i].site;
+          auto run = runner::run_cell(site.plan, cells[i].first, executor, site.before);
           if (cells[i].second.rounds > 1) run.schedule = cells[i].second;
           if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
           f.run = std::move(run);
@@ -209,7 +300,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
     auto& slot = slots[f.index];
     slot.done = true;
     if (f.run) {
-      slot.draft = draft_record(ctx, *f.run, slot.code);
+      slot.draft = draft_record(ctx, *f.run, slot.code, slot.site->rev ? &slot.site->rev->dir : nullptr);
       if (!opts.dry_run) slot.journal = journal_run(ctx, *slot.draft);
     } else {
       stop = true;

@@ -7,17 +7,28 @@
 #include <vector>
 
 #include "cli/context.hpp"
+#include "cli/revisions.hpp"
 #include "runner/run.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"
 
 namespace abtrack::cli {
 
-// How `step` and `run` treat what they measure.
+// How `step`, `run` and `bisect` treat what they measure.
 struct RunOptions {
   bool dry_run = false;     // print the result lines (compared with HEAD's records); commit and journal nothing
   bool early_stop = false;  // stop when the first runs all fail the same way (EarlyStop); `run` without --keep-going
+  // A plan with revisions: each cell runs in its revision's tree and measures its code
+  // (revisions.hpp), after that revision's build. Null: every cell runs in the work tree.
+  const std::vector<Revision>* revisions = nullptr;
+  bool results_to_stderr = false;  // each result line as progress (stderr, not with -q) instead of stdout
+  // When set, receives each run's record: as committed, or with dry_run as measured.
+  std::vector<record::Record>* records = nullptr;
 };
+
+// A batch id for the rounds of one invocation: random, whatever the seed, so that the rounds of
+// two invocations never merge.
+std::string new_batch_id();
 
 // The local executor, with a GPU (CUDA_VISIBLE_DEVICES on top of the plan's env) when `gpu` is
 // not empty, and the commands' output also given to `echo` (-v) when set.
@@ -53,6 +64,13 @@ std::string dry_result_line(const plan::Plan& plan, const record::Record& rec);
 // What became of a cell whose run was interrupted: "x=1 is still pending" or "x=1 keeps its 2
 // earlier runs", from HEAD's records.
 std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell);
+
+// Runs the cells one after the other, with a progress line (Progress), after the plan's setup;
+// one commit per run. `dirty`: the preflight's finding, good for the first cell (later cells scan
+// again: a setup or the user may change files meanwhile). SIGINT: Error(interrupted) naming
+// what became of the cell. With `opts.early_stop`, EarlyStop's error is thrown when it fires.
+void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+                bool dirty, const RunOptions& opts, int& worst_exit);
 
 // Runs the cells with up to `jobs` at once, each running cell on its own GPU from plan.gpus
 // (CUDA_VISIBLE_DEVICES, recorded in the run's placement) when the plan lists GPUs. Runs the
