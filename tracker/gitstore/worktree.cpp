@@ -102,7 +102,8 @@ std::vector<std::string> fill_lfs(git_repository* repo, const fs::path& workdir,
   const std::size_t n = git_index_entrycount(index.get());
   for (std::size_t i = 0; i < n; ++i) {
     const git_index_entry* e = git_index_get_byindex(index.get(), i);
-    if (!e || git_index_entry_stage(e) != 0 || e->file_size > 1024 ||
+    // A pointer has 126 to 1023 bytes (the spec's header, oid and size lines; extensions).
+    if (!e || git_index_entry_stage(e) != 0 || e->file_size < 126 || e->file_size > 1023 ||
         (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
       continue;
     Blob blob;
@@ -285,10 +286,33 @@ void Repository::move_worktree(const fs::path& dir, const std::string& commit) c
   check_git(git_repository_open(work.out(), dir.c_str()), "opening the work tree " + dir.string());
   Commit target;
   check_git(git_commit_lookup(target.out(), work.get(), &id), "reading the commit " + commit);
-  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_ALLOW_CONFLICTS;
-  check_git(git_checkout_tree(work.get(), reinterpret_cast<const git_object*>(target.get()), &co),
-            fmt::format("checking out {} into {}", commit.substr(0, 12), dir.string()));
+  // Only the paths that differ between the two commits are looked at (abtrack's data, when run
+  // commits moved the branch): a checkout of the whole tree would stat every file.
+  Reference head;
+  Commit current;
+  Tree from, to;
+  check_git(git_repository_head(head.out(), work.get()), "reading the HEAD of " + dir.string());
+  check_git(git_commit_lookup(current.out(), work.get(), git_reference_target(head.get())), "reading the HEAD of " + dir.string());
+  check_git(git_commit_tree(from.out(), current.get()), "reading the HEAD of " + dir.string());
+  check_git(git_commit_tree(to.out(), target.get()), "reading the tree of " + commit);
+  git_diff* diff = nullptr;
+  check_git(git_diff_tree_to_tree(&diff, work.get(), from.get(), to.get(), nullptr), "comparing the HEAD of " + dir.string());
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff, i);
+    paths.emplace_back(d->old_file.path);
+    if (std::string_view(d->new_file.path) != d->old_file.path) paths.emplace_back(d->new_file.path);
+  }
+  git_diff_free(diff);
+  if (!paths.empty()) {
+    std::vector<char*> specs;
+    for (auto& p : paths) specs.push_back(p.data());
+    git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+    co.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_ALLOW_CONFLICTS | GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+    co.paths = {specs.data(), specs.size()};
+    check_git(git_checkout_tree(work.get(), reinterpret_cast<const git_object*>(target.get()), &co),
+              fmt::format("checking out {} into {}", commit.substr(0, 12), dir.string()));
+  }
   check_git(git_repository_set_head_detached(work.get(), &id), "moving the HEAD of " + dir.string());
 }
 
