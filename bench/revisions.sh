@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost of revisions (docs/PERFORMANCE.md "Revisions"): in a scratch repository of 10,000
-# files, (1) writing a revision's code tree (.git/abtrack/trees/<tree>/) and (2) a cached
+# files, (1) checking out a revision as a work tree (.git/abtrack/trees/<key>/code/) and (2) a cached
 # `abtrack run` of 2 revisions x 1 cell, against the same plan without revisions (2 cells of an
 # ordinary axis), interleaved round by round; medians of each and of the per-round difference.
 #   bench/revisions.sh [build-dir] [rounds]     (default build/, 10 rounds)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # revisions: code versions as an axis. A small C program on main and a slower version in the
-# work tree (uncommitted, with an untracked file): each revision's code tree is written under
-# .git/abtrack/trees/, built once (a second run does not build again), run round after round
+# work tree (uncommitted, with an untracked file): each revision is checked out as a work tree
+# under .git/abtrack/trees/, built once (a second run does not build again), run round after round
 # with the revisions alternating, and compared paired by round. The work tree, the index and a
 # staged change are left as they were. A failing build makes only that revision's runs invalid.
 # Bad input (an unknown revision, a `rev` axis, --rev naming no revision, a bad name) is a
@@ -85,7 +85,7 @@ expect_eq "$(json "$last_mine" 'd["outcome"]')" invalid "mine's run is invalid"
 expect_contains "$(json "$last_mine" 'd["reason"]')" "build of revision 'mine'" "its reason names the build"
 expect_contains "$(json "$last_mine" 'd["setup"]["stderr_tail"]')" "error" "the build's output tail is in the record"
 expect_eq "$(json "$last_base" 'd["outcome"]')" pass "base still ran"
-log=$(ls .git/abtrack/trees/*/.abtrack/build-*.log | xargs grep -l "syntax" | head -1)
+log=$(ls .git/abtrack/trees/*/build.log | xargs grep -l "syntax" | head -1)
 [ -n "$log" ] && pass_check || fail "the full build log is kept beside the tree"
 
 step "clean removes the trees the plan no longer names"

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "util/error.hpp"
 #include "util/lock.hpp"
@@ -48,4 +49,40 @@ TEST_CASE("a held lock makes a bounded wait fail with the file named, and is fre
 TEST_CASE("a lock file that cannot be created is an error, not a missing lock") {
   auto msg = message_of([] { util::FileLock l("/nonexistent-dir-abtrack/x.lock"); });
   CHECK(msg.find("cannot open /nonexistent-dir-abtrack/x.lock") != std::string::npos);
+}
+
+TEST_CASE("shared locks coexist; an exclusive one waits for them all, and try_lock never waits") {
+  auto file = scratch("shared.lock");
+  auto a = util::FileLock::try_lock(file, util::LockMode::shared);
+  auto b = util::FileLock::try_lock(file, util::LockMode::shared);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(util::FileLock::try_lock(file, util::LockMode::exclusive));
+  a.reset();
+  CHECK_FALSE(util::FileLock::try_lock(file, util::LockMode::exclusive));
+  b.reset();
+  auto ex = util::FileLock::try_lock(file, util::LockMode::exclusive);
+  REQUIRE(ex);
+  CHECK_FALSE(util::FileLock::try_lock(file, util::LockMode::shared));
+  ex.reset();
+  std::filesystem::remove_all(file.parent_path());
+}
+
+TEST_CASE("a lock file removed by its holder is not locked by the next holder: the file there is") {
+  auto file = scratch("removed.lock");
+  auto first = util::FileLock::try_lock(file);
+  REQUIRE(first);
+  // Another process waiting on the old file gets it once the holder is done; it must then lock
+  // the file that is there now, or two holders would both think they hold the lock.
+  std::optional<util::FileLock> waiter;
+  std::thread t([&] { waiter.emplace(file, std::chrono::seconds(5)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::filesystem::remove(file);
+  first.reset();
+  t.join();
+  REQUIRE(waiter);
+  CHECK(std::filesystem::exists(file));
+  CHECK_FALSE(util::FileLock::try_lock(file));  // the waiter holds the file that exists
+  waiter.reset();
+  std::filesystem::remove_all(file.parent_path());
 }

@@ -1,5 +1,5 @@
-// `abtrack clean`: remove the code trees of revisions (.git/abtrack/trees/) the plan no longer
-// names, keeping the most recently used.
+// `abtrack clean`: remove the work trees of revisions (.git/abtrack/trees/) the plan no longer
+// names, keeping the most recently used and those a running abtrack uses.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -24,17 +24,22 @@ int cmd_clean(const Args& args) {
     }
   }
   Context ctx = open_context(args.global);
-  // The trees the plan's revisions name now are kept whatever --keep says (the work tree's
-  // changes are not snapshot for this: its newest tree is among the most recently used).
+  // The trees the plan's revisions name now (built by its build command) are kept whatever
+  // --keep says (the work tree's changes are not snapshot for this: its newest tree is among the
+  // most recently used).
   std::vector<std::string> named;
   const auto data = data_paths(ctx);
   for (const auto& [name, spec] : ctx.plan.revisions)
     if (spec != kWorktree)
-      if (auto commit = ctx.repo.resolve(spec)) named.push_back(ctx.repo.tree_without(*commit, data));
-  auto removed = clean_trees(ctx, named, keep);
-  for (const auto& p : removed) fmt::print("removed {}\n", p.lexically_relative(ctx.repo.workdir()).generic_string());
-  info(args.global, fmt::format("removed {} code tree{}; kept those the plan names and the {} most recently used", removed.size(),
-                                removed.size() == 1 ? "" : "s", keep));
+      if (auto commit = ctx.repo.resolve(spec)) named.push_back(tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
+  auto report = clean_trees(ctx, named, keep);
+  auto rel = [&](const std::filesystem::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); };
+  for (const auto& p : report.removed) fmt::print("removed {}\n", rel(p));
+  for (const auto& p : report.in_use) fmt::print("kept {}: in use by a running abtrack\n", rel(p));
+  for (const auto& [p, why] : report.failed) warn(fmt::format("could not remove {}: {}", rel(p), why));
+  info(args.global, fmt::format("removed {} tree{}; kept those the plan names, the {} most recently used{}", report.removed.size(),
+                                report.removed.size() == 1 ? "" : "s", keep,
+                                report.in_use.empty() ? "" : fmt::format(" and {} in use", report.in_use.size())));
   return 0;
 }
 

@@ -56,11 +56,12 @@ const std::vector<Command>& commands() {
        "  --detach     with executor: slurm, return after submitting the job array (prints the job id);\n"
        "               `abtrack collect` commits the results later\n"
        "With revisions: the plan's revisions are resolved against your history (abtrack's own commits\n"
-       "passed over: HEAD~1 stays put as runs are committed), each code tree is written under\n"
-       ".git/abtrack/trees/ and built there once (build:), and every group of cells that differ only in rev\n"
-       "and lacks a valid run on its revision's current code and command is measured for rounds: rounds\n"
-       "(--rounds; default 10), its revisions back to back in an order that alternates between rounds;\n"
-       "the document compares them paired by round. --jobs above 1 and --detach do not apply then.\n"
+       "passed over: HEAD~1 stays put as runs are committed), each is checked out as a linked work tree\n"
+       "of its commit under .git/abtrack/trees/ and built there once (build:), and every group of cells\n"
+       "that differ only in rev and lacks a valid run on its revision's current code and command is\n"
+       "measured for rounds: rounds (--rounds; default 10), its revisions back to back in an order that\n"
+       "alternates between rounds; the document compares them paired by round. --jobs above 1 and\n"
+       "--detach do not apply then.\n"
        "A cell's runs on the same code and command pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
@@ -126,12 +127,13 @@ const std::vector<Command>& commands() {
        "commits the cancelled tasks as invalid runs (\"slurm task J_I was cancelled\") once Slurm has\n"
        "ended them; finished tasks are committed with their results.",
        cmd_cancel},
-      {"clean", "clean [--keep N]", "remove the code trees of revisions the plan no longer names",
-       "A plan with revisions: writes each code tree it measures under .git/abtrack/trees/<tree>/ and\n"
-       "builds it there (the build is cached by the tree and the build command). clean removes those\n"
-       "trees, their builds and build logs, except the trees the plan's revisions name now and the N most\n"
-       "recently used (--keep, default 8), so a long bisect does not fill the disk. The work tree, the\n"
-       "index and the history are not touched.",
+      {"clean", "clean [--keep N]", "remove the work trees of revisions the plan no longer names",
+       "A plan with revisions: checks out each revision it measures as a linked work tree under\n"
+       ".git/abtrack/trees/<key>/ (one per code tree and build command) and builds it there. clean\n"
+       "removes those trees, their builds and build logs, and their registrations in .git/worktrees/,\n"
+       "except the trees the plan's revisions name now, the N most recently used (--keep, default 8) and\n"
+       "those a running abtrack uses (listed as kept), so a long bisect does not fill the disk. What a\n"
+       "killed abtrack left half-written goes too. The work tree, the index and the history are not touched.",
        cmd_clean},
       {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--rounds N] [--seed N]",
        "find the first commit that made a cell worse",

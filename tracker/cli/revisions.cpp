@@ -1,7 +1,13 @@
 #include "cli/revisions.hpp"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,61 +66,226 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
       r.code.tree = ctx.repo.tree_without(*commit, data);
     }
     r.code.revision = r.spec;
-    r.dir = tree_dir(ctx, r.code.tree);
+    r.key = tree_key(r.code.tree, ctx.plan.build);
+    r.dir = ctx.repo.state_dir() / "trees" / r.key / "code";
     out.push_back(std::move(r));
   }
   return out;
 }
 
-fs::path tree_dir(const Context& ctx, const std::string& tree) { return ctx.repo.state_dir() / "trees" / tree; }
+std::string tree_key(const std::string& tree, const std::string& build) {
+  return fmt::format("{}-{}", tree.substr(0, 12), util::sha256_hex(tree + "\n" + build).substr(0, 8));
+}
 
 namespace {
 
-// The key of a build: the code tree and the command that builds it.
-std::string build_key(const Revision& rev, const std::string& command) {
-  return util::sha256_hex(rev.code.tree + "\n" + command).substr(0, 16);
+constexpr std::string_view kBuildIdVariable = "ABTRACK_BUILD_ID";
+
+// The work tree's name in .git/worktrees/.
+std::string worktree_name(const std::string& key) { return "abtrack-" + key; }
+
+std::string relative(const Context& ctx, const fs::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); }
+
+// The processes of group `group` that have not exited (zombies left out), and whether one of
+// them carries `ABTRACK_BUILD_ID=<id>` in its environment: the group is still the build that id
+// names, not another that reuses the number.
+struct GroupMembers {
+  int live = 0;
+  bool marked = false;
+};
+
+GroupMembers group_members(pid_t group, const std::string& id) {
+  GroupMembers m;
+  const std::string needle = fmt::format("{}={}", kBuildIdVariable, id);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat;
+    try {
+      stat = util::read_file(e.path() / "stat");
+    } catch (const Error&) {
+      continue;
+    }
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so from the last ')'.
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    if (!(fields >> state >> ppid >> pgrp) || pgrp != group || state == "Z" || state == "X") continue;
+    ++m.live;
+    if (m.marked) continue;
+    std::string env;
+    try {
+      env = util::read_file(e.path() / "environ");
+    } catch (const Error&) {
+      continue;
+    }
+    for (std::size_t at = 0; at < env.size() && !m.marked;) {
+      auto end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      m.marked = std::string_view(env).substr(at, end - at) == needle;
+      at = end + 1;
+    }
+  }
+  return m;
 }
+
+// Stops the build that an abtrack killed outright left running in the tree at `root` (its
+// process group and id are in <root>/build.pid while a build runs). Called with the tree's
+// build lock held: no live abtrack is building there, so a build still running is an orphan.
+void stop_orphan_build(const fs::path& root) {
+  const fs::path file = root / "build.pid";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return;
+  std::istringstream in(util::read_file(file));
+  long group = 0;
+  std::string id;
+  if (in >> group >> id && group > 1 && group_members(static_cast<pid_t>(group), id).marked) {
+    ::kill(static_cast<pid_t>(-group), SIGKILL);
+    for (int i = 0; i < 500 && group_members(static_cast<pid_t>(group), id).live > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
+  }
+  fs::remove(file, ec);
+}
+
+// Removes the .partial-<name>-<pid> folders (written by abtrack before trees were work trees)
+// whose writer is gone. Returns those it could not remove, with why.
+std::vector<std::pair<fs::path, std::string>> remove_partials(const fs::path& trees, std::vector<fs::path>* removed) {
+  std::vector<std::pair<fs::path, std::string>> failed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(trees, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(".partial-")) continue;
+    auto dash = name.rfind('-');
+    long pid = 0;
+    try {
+      pid = std::stol(name.substr(dash + 1));
+    } catch (...) {
+      pid = 0;
+    }
+    if (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) continue;  // its writer may be at work
+    std::error_code rec;
+    fs::remove_all(e.path(), rec);
+    if (rec) failed.emplace_back(e.path(), rec.message());
+    else if (removed) removed->push_back(e.path());
+  }
+  return failed;
+}
+
+// Runs the build as run_setup does, with the shell's process group recorded in `pid_file`
+// (and the build's processes marked with ABTRACK_BUILD_ID) while it runs.
+class BuildExecutor final : public runner::Executor {
+ public:
+  BuildExecutor(fs::path pid_file, std::string id) : m_pid_file(std::move(pid_file)), m_id(std::move(id)) {}
+  util::ProcessResult execute(const util::ProcessSpec& spec) override {
+    util::ProcessSpec s = spec;
+    s.env.emplace_back(std::string(kBuildIdVariable), m_id);
+    s.on_start = [this](int pid) {
+      try {
+        util::write_file_atomic(m_pid_file, fmt::format("{} {}\n", pid, m_id), util::Durability::ordinary);
+      } catch (const Error& e) {
+        warn(e.diagnostics().front().message);
+      }
+    };
+    auto r = util::run_process(s);
+    std::error_code ec;
+    fs::remove(m_pid_file, ec);
+    return r;
+  }
+
+ private:
+  fs::path m_pid_file;
+  std::string m_id;
+};
+
+// The commit a revision's work tree checks out: the snapshot of the work tree, else the commit.
+const std::string& commit_of(const record::Code& code) { return code.snapshot.empty() ? code.commit : code.snapshot; }
 
 }  // namespace
 
 void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev) {
-  const fs::path state = rev.dir / ".abtrack";
-  {
-    // One abtrack at a time writes and builds a tree; the others then find it done.
-    fs::create_directories(rev.dir.parent_path());
-    util::FileLock lock(rev.dir.parent_path() / (rev.code.tree + ".lock"));
-    std::error_code ec;
-    if (!fs::is_directory(rev.dir, ec)) {
-      info(g, fmt::format("revision {}: writing its code tree {} ({})", rev.name, rev.code.tree.substr(0, 12),
-                          rev.dir.lexically_relative(ctx.repo.workdir()).generic_string()));
-      ctx.repo.materialise(rev.code.tree, rev.dir);
+  const fs::path trees = ctx.repo.state_dir() / "trees";
+  const fs::path root = trees / rev.key;
+  fs::create_directories(trees);
+  // In use from here on (clean leaves it alone), for as long as the revision lives.
+  if (!rev.in_use) rev.in_use = std::make_shared<util::FileLock>(trees / (rev.key + ".lock"), std::nullopt, util::LockMode::shared);
+  // One abtrack at a time writes and builds a tree; the others then find it done.
+  util::FileLock building(trees / (rev.key + ".build.lock"));
+  stop_orphan_build(root);
+  for (const auto& [path, why] : remove_partials(trees, nullptr)) warn(fmt::format("cannot remove {}: {}", path.string(), why));
+  const std::string& commit = commit_of(rev.code);
+  if (commit.empty())
+    throw Error(Exit::usage, fmt::format("revision '{}' ({}): the branch has no commit yet, so there is no code to check out", rev.name, rev.spec),
+                "commit the code first");
+  std::error_code ec;
+  std::optional<std::string> head;
+  if (fs::exists(root / "ready", ec)) head = ctx.repo.worktree_head(rev.dir);
+  if (!head) {
+    // Absent, or left incomplete by an abtrack killed while writing it: made whole again.
+    if (fs::exists(root, ec)) {
+      info(g, fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
+      fs::remove_all(root, ec);
+      if (ec) throw Error(Exit::environment, fmt::format("cannot remove {}: {}", root.string(), ec.message()));
     }
-    fs::create_directories(state);
-    util::write_file_atomic(state / "used", runner::utc_now() + "\n");
-    if (util::trim(ctx.plan.build).empty()) return;
-    const std::string key = build_key(rev, ctx.plan.build);
-    const fs::path ok = state / ("build-" + key + ".ok");
-    if (fs::exists(ok, ec)) return;  // built before: the cache
-    info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
-    plan::Plan p = plan_for(ctx.plan, rev);
-    p.setup = ctx.plan.build;
-    p.timeout_s = ctx.plan.build_timeout_s;
-    runner::LocalExecutor executor;
-    auto result = runner::run_setup(p, executor);
-    const fs::path log = state / ("build-" + key + ".log");
-    util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
-                                             result.invocation.stdout_tail.size(), result.invocation.stdout_tail,
-                                             result.invocation.stderr_tail));
-    rev.built = true;
-    if (result.ok) {
-      util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
-      return;
+    info(g, fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
+    fs::create_directories(root);
+    std::vector<std::string> missing;
+    try {
+      missing = ctx.repo.add_worktree(worktree_name(rev.key), rev.dir, commit);
+    } catch (Error& e) {
+      fs::remove_all(root, ec);
+      try {
+        ctx.repo.prune_worktree(worktree_name(rev.key));
+      } catch (const Error&) {
+      }
+      e.context(fmt::format("revision '{}' ({})", rev.name, rev.spec));
+      throw;
     }
-    result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason,
-                                log.lexically_relative(ctx.repo.workdir()).generic_string());
-    warn(result.reason + "; its runs are recorded as invalid");
-    rev.failed_build = std::move(result);
+    if (!missing.empty())
+      warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
+                       missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
+                       missing.size() > 5 ? ", ..." : ""));
+    util::write_file_atomic(root / "ready", commit + "\n", util::Durability::ordinary);
+  } else if (*head != commit) {
+    // Another commit with the same code (it differs in abtrack's data): HEAD tells the truth.
+    ctx.repo.move_worktree(rev.dir, commit);
+    util::write_file_atomic(root / "ready", commit + "\n", util::Durability::ordinary);
   }
+  util::write_file_atomic(root / "used", runner::utc_now() + "\n", util::Durability::ordinary);
+  auto check_workdir = [&](bool after_build) {
+    if (ctx.plan.workdir.empty() || fs::is_directory(rev.dir / ctx.plan.workdir, ec)) return;
+    runner::SetupResult missing;
+    missing.invocation.command = ctx.plan.build;
+    missing.reason = fmt::format("revision '{}' ({}) has no folder '{}' (workdir:) in its tree{}", rev.name, rev.spec, ctx.plan.workdir,
+                                 after_build ? " after its build" : "");
+    warn(missing.reason + "; its runs are recorded as invalid");
+    rev.failed_build = std::move(missing);
+  };
+  if (util::trim(ctx.plan.build).empty()) return check_workdir(false);
+  const fs::path ok = root / "build.ok";
+  if (fs::exists(ok, ec)) return check_workdir(true);  // built before: the cache
+  info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
+  plan::Plan p = plan_for(ctx.plan, rev);
+  p.workdir.clear();  // the build runs at the tree's root
+  p.setup = ctx.plan.build;
+  p.timeout_s = ctx.plan.build_timeout_s;
+  BuildExecutor executor(root / "build.pid", runner::new_measurement_id().substr(0, 16));
+  auto result = runner::run_setup(p, executor);
+  const fs::path log = root / "build.log";
+  util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
+                                           result.invocation.stdout_tail.size(), result.invocation.stdout_tail,
+                                           result.invocation.stderr_tail));
+  rev.built = true;
+  if (result.ok) {
+    util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
+    return check_workdir(true);
+  }
+  result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason, relative(ctx, log));
+  warn(result.reason + "; its runs are recorded as invalid");
+  rev.failed_build = std::move(result);
 }
 
 plan::Plan plan_for(const plan::Plan& plan, const Revision& rev) {
@@ -130,26 +301,57 @@ const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>&
   return nullptr;
 }
 
-std::vector<fs::path> clean_trees(const Context& ctx, const std::vector<std::string>& keep_trees, int keep_recent) {
-  std::vector<std::pair<fs::file_time_type, fs::path>> trees;
+CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep_keys, int keep_recent) {
+  CleanReport report;
+  const fs::path trees = ctx.repo.state_dir() / "trees";
+  report.failed = remove_partials(trees, &report.removed);
+  std::vector<std::pair<fs::file_time_type, fs::path>> found;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(ctx.repo.state_dir() / "trees", ec)) {
+  for (const auto& e : fs::directory_iterator(trees, ec)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_directory() || name.size() != 40 || name.starts_with('.')) continue;
-    if (std::find(keep_trees.begin(), keep_trees.end(), name) != keep_trees.end()) continue;
-    auto used = fs::last_write_time(e.path() / ".abtrack" / "used", ec);
+    if (!e.is_directory(ec) || name.starts_with('.')) continue;
+    if (std::find(keep_keys.begin(), keep_keys.end(), name) != keep_keys.end()) continue;
+    auto used = fs::last_write_time(e.path() / "used", ec);
     if (ec) used = fs::last_write_time(e.path(), ec);
-    trees.emplace_back(used, e.path());
+    found.emplace_back(used, e.path());
   }
-  std::sort(trees.begin(), trees.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<fs::path> removed;
-  for (std::size_t i = static_cast<std::size_t>(std::max(keep_recent, 0)); i < trees.size(); ++i) {
-    util::FileLock lock(trees[i].second.parent_path() / (trees[i].second.filename().string() + ".lock"));
-    fs::remove_all(trees[i].second, ec);
-    fs::remove(trees[i].second.parent_path() / (trees[i].second.filename().string() + ".lock"), ec);
-    removed.push_back(trees[i].second);
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = static_cast<std::size_t>(std::max(keep_recent, 0)); i < found.size(); ++i) {
+    const fs::path& root = found[i].second;
+    const std::string key = root.filename().string();
+    // Not while a run uses it, nor while one writes or builds it.
+    auto unused = util::FileLock::try_lock(trees / (key + ".lock"));
+    auto idle = unused ? util::FileLock::try_lock(trees / (key + ".build.lock")) : nullptr;
+    if (!idle) {
+      report.in_use.push_back(root);
+      continue;
+    }
+    stop_orphan_build(root);
+    fs::remove_all(root, ec);
+    if (ec) {
+      report.failed.emplace_back(root, ec.message());
+      continue;
+    }
+    try {
+      ctx.repo.prune_worktree(worktree_name(key));
+    } catch (const Error& e) {
+      report.failed.emplace_back(root, e.diagnostics().front().message);
+      continue;
+    }
+    fs::remove(trees / (key + ".lock"), ec);  // safe while held: FileLock
+    fs::remove(trees / (key + ".build.lock"), ec);
+    report.removed.push_back(root);
   }
-  return removed;
+  // Lock files of trees that are gone (and nobody holds).
+  for (const auto& e : fs::directory_iterator(trees, ec)) {
+    std::string name = e.path().filename().string();
+    if (!name.ends_with(".lock")) continue;
+    std::string key = name.substr(0, name.size() - 5);
+    if (key.ends_with(".build")) key.resize(key.size() - 6);
+    if (fs::exists(trees / key, ec)) continue;
+    if (auto held = util::FileLock::try_lock(e.path())) fs::remove(e.path(), ec);
+  }
+  return report;
 }
 
 }  // namespace abtrack::cli

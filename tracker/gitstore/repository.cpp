@@ -20,6 +20,7 @@
 #include <git2.h>
 #include <git2/sys/repository.h>
 
+#include "gitstore/handles.hpp"
 #include "gitstore/loose_object.hpp"
 #include "gitstore/raw_index.hpp"
 #include "gitstore/raw_tree.hpp"
@@ -32,37 +33,6 @@ namespace abtrack::gitstore {
 namespace fs = std::filesystem;
 
 namespace {
-
-// RAII for libgit2 objects.
-template <class T, void (*Free)(T*)>
-struct Owned {
-  T* p = nullptr;
-  Owned() = default;
-  explicit Owned(T* x) : p(x) {}
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-  ~Owned() {
-    if (p) Free(p);
-  }
-  T** out() { return &p; }
-  void reset(T* x) {
-    if (p) Free(p);
-    p = x;
-  }
-  T* get() const { return p; }
-};
-using Tree = Owned<git_tree, git_tree_free>;
-using Commit = Owned<git_commit, git_commit_free>;
-using Reference = Owned<git_reference, git_reference_free>;
-using Index = Owned<git_index, git_index_free>;
-using Signature = Owned<git_signature, git_signature_free>;
-using Blob = Owned<git_blob, git_blob_free>;
-using StatusList = Owned<git_status_list, git_status_list_free>;
-using Revwalk = Owned<git_revwalk, git_revwalk_free>;
-using Config = Owned<git_config, git_config_free>;
-using Repo = Owned<git_repository, git_repository_free>;
-using TreeEntry = Owned<git_tree_entry, git_tree_entry_free>;
-using Odb = Owned<git_odb, git_odb_free>;
 
 // A folder's tree object at least this large (~100 entries) is written by raw_tree_with_files.
 constexpr std::size_t kRawTreeMinBytes = 4096;
@@ -921,36 +891,6 @@ std::string Repository::subject(const std::string& commit) const {
   }
   const char* s = git_commit_summary(c.get());
   return s ? s : "";
-}
-
-void Repository::materialise(const std::string& tree_id, const fs::path& dir) const {
-  git_oid id = parse_oid(tree_id);
-  Tree tree;
-  check_git(git_tree_lookup(tree.out(), m_repo, &id), "reading the tree " + tree_id);
-  fs::create_directories(dir.parent_path());
-  const fs::path partial = dir.parent_path() / fmt::format(".partial-{}-{}", dir.filename().string(), ::getpid());
-  std::error_code ec;
-  fs::remove_all(partial, ec);
-  // Against an empty index as the baseline, every file of the tree is created; the repository's
-  // own index is neither read for it nor written.
-  Index empty;
-  check_git(git_index_new(empty.out()), "making an empty index");
-  git_checkout_options opts = GIT_CHECKOUT_OPTIONS_INIT;
-  opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX | GIT_CHECKOUT_DONT_WRITE_INDEX;
-  const std::string target = partial.string();
-  opts.target_directory = target.c_str();
-  opts.baseline_index = empty.get();
-  if (int rc = git_checkout_tree(m_repo, reinterpret_cast<const git_object*>(tree.get()), &opts); rc < 0) {
-    std::string why = last_git_message();
-    fs::remove_all(partial, ec);
-    throw Error(Exit::environment, fmt::format("writing the tree {} into {}: {}", tree_id.substr(0, 12), dir.string(), why));
-  }
-  fs::rename(partial, dir, ec);
-  if (ec) {
-    fs::remove_all(partial, ec);
-    // Another abtrack made it meanwhile: theirs is as good as ours.
-    if (!fs::is_directory(dir)) throw Error(Exit::environment, fmt::format("cannot create {}", dir.string()));
-  }
 }
 
 std::string Repository::snapshot(const std::string& message, const std::optional<std::string>& parent,

@@ -176,11 +176,30 @@ class Repository {
   std::optional<std::vector<std::string>> first_parent_path(const std::string& good, const std::string& bad) const;
   // The subject line of a commit ("" when unknown).
   std::string subject(const std::string& commit) const;
-  // Writes the files of the tree `tree_id` into `dir`, which must not exist yet, as a checkout
-  // writes them (filters, executable bits, symbolic links), through a folder beside it renamed
-  // into place: `dir` is complete or absent. The index, work tree and refs are not touched.
-  // Throws Error(environment).
-  void materialise(const std::string& tree_id, const std::filesystem::path& dir) const;
+  // Linked work trees (git worktree) for the code of a revision, where `git` works as in any
+  // checkout of the commit. gitstore/worktree.cpp.
+  //
+  // Adds a linked work tree at `dir` (absent; its parent exists), registered as `name` in the
+  // repository's worktrees/ folder, with its HEAD detached at `commit` and the commit's files
+  // checked out as git checks them out (its own index; the repository's index, work tree and
+  // refs are not touched, and no branch is left). Submodules are cloned from a copy this
+  // repository has (.git/modules/<name>, the submodule's folder in the work tree, or a URL that
+  // is a local path) and checked out at the commit's gitlink, recursively; one that no local
+  // copy holds is an Error(environment) naming it. A Git LFS pointer file whose content is in
+  // the repository's lfs/objects/ gets that content (git sees the file unchanged); the paths
+  // of pointers whose content is missing are returned. A leftover registration `name` (of a
+  // work tree whose folder is gone) is replaced. Throws Error(environment).
+  std::vector<std::string> add_worktree(const std::string& name, const std::filesystem::path& dir, const std::string& commit) const;
+  // The commit a linked work tree's HEAD names, nullopt when `dir` is none (or is broken).
+  std::optional<std::string> worktree_head(const std::filesystem::path& dir) const;
+  // Moves a linked work tree's detached HEAD to `commit`, updating the files that differ
+  // between the two commits; untracked files (build outputs) and edited files stay. Throws
+  // Error(environment).
+  void move_worktree(const std::filesystem::path& dir, const std::string& commit) const;
+  // Removes the registration `name` from the repository's worktrees/ folder (after its folder
+  // was removed); none is fine. Throws Error(environment) when it cannot.
+  void prune_worktree(const std::string& name) const;
+
   // HEAD's commit with its trailers, nullopt on an unborn branch.
   std::optional<HistoryEntry> head_entry() const;
 

@@ -180,8 +180,9 @@ class Loader {
       if (auto s = scalar(*n, "workdir")) {
         plan.workdir = repo_path(*n, *s, "workdir", true);
         std::error_code ec;
-        // (a plan with a setup may make it there, e.g. a build folder)
-        if (!plan.workdir.empty() && !get("setup") && !fs::is_directory(m_root / plan.workdir, ec))
+        // (a plan with a setup or build may make it there, e.g. a build folder; with revisions
+        // it is checked in each revision's tree, after its build)
+        if (!plan.workdir.empty() && !get("setup") && !get("build") && !get("revisions") && !fs::is_directory(m_root / plan.workdir, ec))
           error(at(n->Mark()), fmt::format("workdir '{}' is not a folder", plan.workdir),
                 "the folder the command runs in, from the repository root");
       }

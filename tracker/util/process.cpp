@@ -160,6 +160,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   }
   out_w.reset();
   err_w.reset();
+  if (spec.on_start) spec.on_start(pid);
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));

@@ -24,6 +24,9 @@ struct ProcessSpec {
   double kill_grace_s = 2;                                      // TERM, then KILL after this
   std::size_t capture_limit = 16u << 20;                        // keep at most the last N bytes
   OutputFn echo;                                                // also given the output as it arrives (-v)
+  // Called once the shell is started, with its process id (which is also its process group's
+  // id): a caller that may be killed outright records it, so a later process can end the group.
+  std::function<void(int pid)> on_start;
 };
 
 struct ProcessResult {
