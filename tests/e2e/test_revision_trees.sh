@@ -56,7 +56,7 @@ metrics:
   t: {json: t, better: lower}
 EOF
 expect_rc 0 ab init
-main=$(git rev-parse main)
+main=$(git rev-parse main~1)  # main's tip is abtrack's init commit: the name means the user's commit below it
 echo "mine" >code.txt  # uncommitted: WORKTREE is a snapshot
 
 step "inside a revision's tree git tells the truth"
