@@ -126,7 +126,8 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
                                                  e.diagnostics().front().message, ctx.plan.label(cell), i, schedule.size()));
     }
     run.schedule = sched;
-    auto rec = journal_and_commit(ctx, draft_record(ctx, run, rev.code, &rev.dir));
+    auto rec = draft_record(ctx, run, rev.code, &rev.dir);
+    if (opts.commit) rec = journal_and_commit(ctx, rec);
     if (opts.results_to_stderr) {
       info(g, result_line(ctx.plan, rec));
     } else {

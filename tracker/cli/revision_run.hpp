@@ -24,6 +24,9 @@ struct RevisionRunOptions {
   std::optional<std::vector<plan::Cell>> group;
   bool results_to_stderr = false;                // each run's result line as progress (stderr), not stdout
   std::vector<record::Record>* committed = nullptr;  // when set, receives each committed record
+  // false (`bisect`): measure only; each run's draft (cli::draft_record, run 0) goes to
+  // `committed`, with no journal and no commit.
+  bool commit = true;
 };
 
 // The groups of cells measured together: the cells that differ only in `rev`, in plan order.
