@@ -7,7 +7,8 @@
 # and finds the 5th. Its measurements are not runs of the plan: `check` and the document read
 # the same before and after; each step is one commit of runs/bis/bisect/<id>/{log,bisect.json}.
 # Killed mid-step, the same command resumes after the last committed step; finished, it prints
-# its result. A plan with one cell per revision needs no --cell. Errors are clear.
+# its result. A plan with one cell per revision needs no --cell. Errors are clear. An unresolved
+# change is printed as unresolved, with its CI.
 source "$(dirname "$0")/lib.sh"
 command -v cc >/dev/null || { echo "SKIP: no C compiler" >&2; DONE=1; exit 77; }
 
@@ -156,4 +157,37 @@ expect_rc 1 ab bisect --good "${c[5]}" --bad "${c[8]}" --cell size=small --seed 
 expect_contains "$ERR" "bad is not worse than good on t (Δ" "bad not worse"
 expect_contains "$ERR" "nothing to bisect"
 expect_eq "$(wc -l <"$BUILDS")" "$builds" "the cached builds of c5 and c8 are used"
+
+step "an unresolved change is printed as such, with its CI"
+# c2 is 50% slower in every other round (a counter in its tree): neither worse nor within
+# min_effect. The step line must say so, not call it "same vs good".
+new_repo noisy
+printf '#!/bin/sh\necho "{\\"t\\": [100, 100, 100]}"\n' >bench.sh
+chmod +x bench.sh
+cat >abtrack.yaml <<'EOF2'
+experiment: noisy
+doc: NOISY.md
+revisions: {base: main, mine: main}
+baseline: {rev: base}
+rounds: 6
+min_effect: 10%
+command: ./bench.sh
+metrics:
+  t: {json: t, better: lower}
+EOF2
+git add . && git commit -q -m "n1: steady" && n1=$(git rev-parse HEAD)
+cat >bench.sh <<'EOF2'
+#!/bin/sh
+n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) >count
+if [ $((n % 2)) = 1 ]; then echo '{"t": [150, 150, 150]}'; else echo '{"t": [100, 100, 100]}'; fi
+EOF2
+git commit -q -am "n2: every other round slower" && n2=$(git rev-parse HEAD)
+printf '#!/bin/sh\necho "{\\"t\\": [200, 200, 200]}"\n' >bench.sh
+git commit -q -am "n3: slower" && n3=$(git rev-parse HEAD)
+expect_rc 0 ab init
+expect_rc 0 ab bisect --good "$n1" --bad "$n3" --seed 1
+expect_match "$OUT" "step 1/1: ${n2:0:7} n2: every other round slower: like good \(not shown worse\): \+[0-9.]+% ~ \(unresolved: neither worse nor within min_effect\) vs good, CI \[[-+0-9.]+%, \+[0-9.]+%\], p=[0-9.]+, 6 rounds" \
+  "the unresolved change is printed with its CI"
+expect_not_contains "$OUT" "same vs good"
+expect_contains "$OUT" "first bad commit: $n3 n3: slower"
 done_testing

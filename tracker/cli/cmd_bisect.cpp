@@ -10,7 +10,9 @@
 // from good, bad, the cell, the metric and the rounds: the same command finds its bisect in HEAD
 // and resumes it after its last committed step, or prints its result when it has finished.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -106,6 +108,42 @@ std::string users_commit(const Context& ctx, std::string commit, const std::vect
   }
 }
 
+// The commit `spec` names, counted in the user's commits: `--good HEAD~5` stays on the same
+// commit however many run and bisect commits land on HEAD meanwhile (a resumed bisect must find
+// the same good and bad). A trailing chain of `~N` and `^` steps back over the user's commits
+// (first parent); the rest is resolved by git's rules and, when it names one of abtrack's
+// commits, taken down to the user's commit below it. nullopt when it names no commit.
+std::optional<std::string> resolve_users(const Context& ctx, const std::string& spec, const std::vector<std::string>& data) {
+  std::size_t end = spec.size();
+  int back = 0;
+  while (end > 0) {
+    std::size_t i = end;
+    while (i > 0 && std::isdigit(static_cast<unsigned char>(spec[i - 1]))) --i;
+    if (i > 0 && spec[i - 1] == '~') {
+      back += i == end ? 1 : std::atoi(spec.substr(i, end - i).c_str());
+      end = i - 1;
+    } else if (i == end && spec[end - 1] == '^') {
+      back += 1;
+      end -= 1;
+    } else if (i + 1 == end && spec[i] == '1' && i > 0 && spec[i - 1] == '^') {
+      back += 1;
+      end = i - 1;
+    } else {
+      break;
+    }
+  }
+  if (end == 0) back = 0, end = spec.size();  // "~3" alone is no revision: let git say so
+  auto commit = ctx.repo.resolve(spec.substr(0, end));
+  if (!commit) return std::nullopt;
+  std::string at = users_commit(ctx, *commit, data);
+  for (; back > 0; --back) {
+    auto e = ctx.repo.entry(at);
+    if (!e || e->first_parent.empty()) return std::nullopt;
+    at = users_commit(ctx, e->first_parent, data);
+  }
+  return at;
+}
+
 // ---- judging ----------------------------------------------------------------------------
 
 std::string ci_text(const stats::Comparison& c) {
@@ -118,9 +156,9 @@ std::string ci_text(const stats::Comparison& c) {
 // "+12.0% worse vs good, CI [+8.1%, +15.2%], p=0.031, 6 rounds". A change that is neither shown
 // worse nor shown within min_effect says so ("~ (unresolved)"), however large it looks.
 std::string describe(const stats::Comparison& c, int rounds) {
-  std::string verdict = c.verdict == stats::Verdict::same ? "~ (unresolved: neither worse nor within min_effect)"
-                                                          : std::string(stats::to_string(c.verdict));
-  if (c.exact) verdict += " (exact)";
+  std::string verdict = c.exact ? stats::verdict_text(c)  // an exact ~ is within min_effect
+                        : c.verdict == stats::Verdict::same ? "~ (unresolved: neither worse nor within min_effect)"
+                                                            : std::string(stats::to_string(c.verdict));
   std::string p = c.decisive_p() ? fmt::format(", p={}", util::format_number(*c.decisive_p())) : "";
   return fmt::format("{} {} vs good, {}{}, {} rounds", stats::delta_text(c), verdict, ci_text(c), p, rounds);
 }
@@ -260,7 +298,7 @@ void judge(Context& ctx, const GlobalOptions& g, const Bisect& b, const std::str
       break;
     case stats::Verdict::same:  // not shown worse: counted like good, and the line says it is unresolved
       s.like = Like::good;
-      s.line = "like good (not shown worse): " + d;
+      s.line = (c->exact ? "like good: " : "like good (not shown worse): ") + d;
       break;
     default:
       s.like = Like::good;
@@ -562,19 +600,19 @@ int cmd_bisect(const Args& args) {
   b.cell_text = cell_without_rev(plan, b.good_cell);
 
   // Good and bad, as the user's commits, and the user's first-parent path between them.
-  auto good_named = ctx.repo.resolve(*good_spec);
-  auto bad_named = ctx.repo.resolve(*bad_spec);
-  if (!good_named || !bad_named) {
-    std::string which = !good_named && !bad_named ? fmt::format("--good '{}' and --bad '{}' name", *good_spec, *bad_spec)
-                        : !good_named             ? fmt::format("--good '{}' names", *good_spec)
+  const std::vector<std::string> data = data_folders(ctx);
+  auto good_found = resolve_users(ctx, *good_spec, data);
+  auto bad_found = resolve_users(ctx, *bad_spec, data);
+  if (!good_found || !bad_found) {
+    std::string which = !good_found && !bad_found ? fmt::format("--good '{}' and --bad '{}' name", *good_spec, *bad_spec)
+                        : !good_found             ? fmt::format("--good '{}' names", *good_spec)
                                                   : fmt::format("--bad '{}' names", *bad_spec);
     throw Error(Exit::usage, which + " no commit", "give a branch, tag, commit id or HEAD~N");
   }
-  const std::vector<std::string> data = data_folders(ctx);
-  const std::string good = users_commit(ctx, *good_named, data);
-  const std::string bad = users_commit(ctx, *bad_named, data);
-  if (good != *good_named) info(args.global, fmt::format("--good {} is abtrack's commit {}: good is your commit {} below it", *good_spec, short_id(*good_named), named(ctx.repo, good)));
-  if (bad != *bad_named) info(args.global, fmt::format("--bad {} is abtrack's commit {}: bad is your commit {} below it", *bad_spec, short_id(*bad_named), named(ctx.repo, bad)));
+  const std::string good = *good_found, bad = *bad_found;
+  for (const auto& [option, spec, commit] : {std::tuple{"--good", *good_spec, good}, std::tuple{"--bad", *bad_spec, bad}})
+    if (auto plain = ctx.repo.resolve(spec); plain != commit)
+      info(args.global, fmt::format("{} {} is your commit {} (abtrack's own commits are not counted)", option, spec, named(ctx.repo, commit)));
   if (good == bad) throw Error(Exit::usage, fmt::format("--good and --bad are the same commit of yours, {}", short_id(good)));
   auto full_path = ctx.repo.first_parent_path(good, bad);
   if (!full_path)
