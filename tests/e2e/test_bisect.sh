@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bisect: a scripted first-parent history of 8 commits of a small C program where the 5th
 # doubles the work and the 6th does not compile (the 7th mends it), with abtrack run commits
-# between the 4th and the 5th and on top of the 8th. `abtrack bisect --good <1st> --bad main`
-# bisects the user's 7 commits only (the run commits are left out; main names the 8th), builds
+# between the 4th and the 5th and on top of the 8th. `abtrack bisect --good main~7 --bad main`
+# bisects the user's 7 commits only (the run commits are left out and not counted: main~7 is the
+# 1st, main the 8th), builds
 # each tested commit before measuring it (the 6th is skipped without measuring good for it),
 # and finds the 5th. Its measurements are not runs of the plan: `check` and the document read
 # the same before and after; each step is one commit of runs/bis/bisect/<id>/{log,bisect.json}.
@@ -59,7 +60,7 @@ results_before=$(sed -n '/abtrack:begin results/,/abtrack:end results/p' BIS.md)
 
 step "bisect, killed during its third step"
 touch "$HOLD"
-"$ABTRACK" bisect --good "${c[1]}" --bad main --cell size=small --seed 7 >"$WORK/out1" 2>"$WORK/err1" </dev/null &
+"$ABTRACK" bisect --good main~7 --bad main --cell size=small --seed 7 >"$WORK/out1" 2>"$WORK/err1" </dev/null &
 pid=$!
 for _ in $(seq 1200); do
   grep -qxF "// change 5" "$RUNS" && break
@@ -82,7 +83,7 @@ expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Bisect,valueonly)' | tr
 c4_runs=$(count "// change 4"); c8_runs=$(count "// change 8")
 
 step "the same command resumes after step 2"
-expect_rc 0 ab bisect --good "${c[1]}" --bad main --cell size=small --seed 7
+expect_rc 0 ab bisect --good main~7 --bad main --cell size=small --seed 7
 expect_contains "$ERR" "resuming bisect $(basename "$folder") after its step 2"
 expect_contains "$OUT" "first bad commit: ${c[5]} c5: change 5" "the 5th commit is the first bad one"
 expect_match "$OUT" "step 3/4: ${c[5]:0:7} c5: change 5: like bad: \+[0-9.]+% worse vs good, CI \[" "the 5th is like bad, with its CI"
@@ -104,7 +105,7 @@ expect_eq "$(git diff --name-only "$head_before" HEAD | grep -v "^$folder/" | wc
 expect_eq "$(git diff --name-only "$head_before" HEAD | sort | tr '\n' ' ')" "$folder/bisect.json $folder/log " "a log and the samples"
 log=$(git show "HEAD:$folder/log")
 expect_contains "$log" "first bad commit: ${c[5]}" "the log names the first bad commit"
-expect_contains "$log" "# good: $c1_code c1: the bench" "--good naming abtrack's init commit means the user's commit below it"
+expect_contains "$log" "# good: $c1_code c1: the bench" "main~7 counts the user's commits only, before and after the steps' commits"
 expect_contains "$log" "# 7 commits of yours from good to bad (5 commits of abtrack's left out)" \
   "abtrack's init and run commits are not bisected"
 expect_contains "$log" "step 2 ${c[6]:0:7} c6: change 6"
@@ -126,7 +127,7 @@ expect_not_contains "$OUT" "bisect" "the bisect's commits are not runs"
 
 step "finished: the same command prints its result"
 head_done=$(git rev-parse HEAD); runs_done=$(wc -l <"$RUNS")
-expect_rc 0 ab bisect --good "${c[1]}" --bad main --cell size=small --seed 7
+expect_rc 0 ab bisect --good main~7 --bad main --cell size=small --seed 7
 expect_contains "$OUT" "first bad commit: ${c[5]} c5: change 5"
 expect_contains "$ERR" "finished before"
 expect_eq "$(git rev-parse HEAD)" "$head_done" "nothing committed"
