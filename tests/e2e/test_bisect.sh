@@ -3,9 +3,8 @@
 # doubles the work and the 6th does not compile (the 7th mends it), with abtrack run commits
 # between the 4th and the 5th and on top of the 8th. `abtrack bisect --good main~7 --bad main`
 # bisects the user's 7 commits only (the run commits are left out and not counted: main~7 is the
-# 1st, main the 8th), builds
-# each tested commit before measuring it (the 6th is skipped without measuring good for it),
-# and finds the 5th. Its measurements are not runs of the plan: `check` and the document read
+# 1st, main the 8th), builds each tested commit before measuring it (the 6th is skipped without
+# measuring good for it), and finds the 5th. Its measurements are not runs of the plan: `check` and the document read
 # the same before and after; each step is one commit of runs/bis/bisect/<id>/{log,bisect.json}.
 # Killed mid-step, the same command resumes after the last committed step; finished, it prints
 # its result. A plan with one cell per revision needs no --cell. Errors are clear. An unresolved
