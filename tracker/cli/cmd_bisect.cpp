@@ -67,6 +67,7 @@ struct State {
   std::vector<std::string> path;  // the commits of the user from good (excluded) to bad, oldest first
   int left_out = 0;               // abtrack's own commits left out of the path
   std::string status = "measuring";  // "found", "range", "not worse" once finished
+  std::string plan_sha256;           // of the plan the committed steps were measured with
   std::vector<Step> steps;
 };
 
@@ -378,6 +379,7 @@ State parse_state(const std::string& text, const std::string& file) {
     st.path = j.at("path").get<std::vector<std::string>>();
     st.left_out = j.value("left_out", 0);
     st.status = j.at("status").get<std::string>();
+    st.plan_sha256 = j.value("plan_sha256", "");
     for (const auto& s : j.at("steps")) {
       Step step;
       step.number = s.at("step").get<int>();
@@ -629,6 +631,7 @@ int cmd_bisect(const Args& args) {
     State before = parse_state(*committed, state_file);
     st.good_spec = before.good_spec, st.bad_spec = before.bad_spec;
     st.path = std::move(before.path), st.left_out = before.left_out, st.status = before.status, st.steps = std::move(before.steps);
+    st.plan_sha256 = before.plan_sha256;
   } else {
     st.good_spec = *good_spec, st.bad_spec = *bad_spec;
     st.good = good, st.bad = bad;
@@ -661,8 +664,13 @@ int cmd_bisect(const Args& args) {
     info(args.global, fmt::format("bisect {} finished before (its log: {}/log); give other --rounds to measure again", st.id, folder));
     return finish();
   }
-  if (committed)
+  if (committed) {
     info(args.global, fmt::format("resuming bisect {} after its step {} (its log: {}/log)", st.id, st.steps.back().number, folder));
+    if (st.plan_sha256 != plan.sha256)
+      warn(fmt::format("{} changed since the steps before were measured: the steps to come measure with the plan as it is now "
+                       "(give other --rounds to start a new bisect)",
+                       ctx.plan_name));
+  }
   else
     info(args.global, fmt::format("bisect {}: good {} vs bad {}, {} on {}, {} rounds; {} commits of yours between them{}; each step is "
                                   "committed to {}/",
