@@ -1,59 +1,144 @@
 #!/usr/bin/env bash
 # bisect: a scripted first-parent history of 8 commits of a small C program where the 5th
-# doubles the work. `abtrack bisect --good <1st> --bad <8th>` measures bad against good, then
-# binary-searches the commits between them, each measured against good as the plan's candidate
-# revision (interleaved rounds, committed as normal runs), and prints the 5th as the first bad
-# commit. Each commit's tree is built at most once. Good not an ancestor of bad, and bad not
-# worse than good, are clear errors.
+# doubles the work and the 6th does not compile (the 7th mends it), with abtrack run commits
+# between the 4th and the 5th and on top of the 8th. `abtrack bisect --good main~7 --bad main`
+# bisects the user's 7 commits only (the run commits are left out and not counted: main~7 is the
+# 1st, main the 8th), builds each tested commit before measuring it (the 6th is skipped without
+# measuring good for it), and finds the 5th. Its measurements are not runs of the plan: `check` and the document read
+# the same before and after; each step is one commit of runs/bis/bisect/<id>/{log,bisect.json}.
+# Killed mid-step, the same command resumes after the last committed step; finished, it prints
+# its result. A plan with one cell per revision needs no --cell. Errors are clear. An unresolved
+# change is printed as unresolved, with its CI.
 source "$(dirname "$0")/lib.sh"
 command -v cc >/dev/null || { echo "SKIP: no C compiler" >&2; DONE=1; exit 77; }
 
 new_repo bis
-BUILDS=$WORK/builds.log
+BUILDS=$WORK/builds.log   # one line per build attempt: the tree's folder
+RUNS=$WORK/runs.log       # one line per command run: the last line of the tree's bench.c
+HOLD=$WORK/hold           # while it exists, a run of the 5th commit waits
+: >"$BUILDS"; : >"$RUNS"
 write_timed_bench 400000
 cat >abtrack.yaml <<EOF2
 experiment: bis
 doc: BIS.md
 revisions: {base: main, mine: main}
-build: "mkdir -p build && cc -O1 -o build/bench bench.c && pwd >> $BUILDS"
+build: "pwd >> $BUILDS && mkdir -p build && cc -O1 -o build/bench bench.c"
 baseline: {rev: base}
 axes: {size: [small, large]}
 rounds: 6
 min_effect: 10%
-command: build/bench {size}
+command: "tail -n1 bench.c >> $RUNS; while [ -e $HOLD ] && [ \"\$(tail -n1 bench.c)\" = '// change 5' ]; do sleep 0.05; done; build/bench {size}"
 metrics:
   t: {json: t, better: lower, unit: us}
 EOF2
 git add bench.c abtrack.yaml && git commit -q -m "c1: the bench"
+c1_code=$(git rev-parse HEAD)
 expect_rc 0 ab init
-c=("")   # c[1..8]: the scripted history
+c=("")   # c[1..8]: the scripted history (c[1]: abtrack's init commit, the code of c1_code)
 c[1]=$(git rev-parse HEAD)
 for i in 2 3 4 5 6 7 8; do
-  if [ "$i" = 5 ]; then sed -i 's/#define WORK 400000/#define WORK 800000/' bench.c
-  else echo "// change $i" >>bench.c; fi
+  case $i in
+    5) sed -i 's/#define WORK 400000/#define WORK 800000/' bench.c; echo "// change 5" >>bench.c ;;
+    6) echo "this does not compile" >>bench.c ;;
+    7) sed -i '$d' bench.c; echo "// change 7" >>bench.c ;;
+    *) echo "// change $i" >>bench.c ;;
+  esac
   git commit -q -am "c$i: change $i" && c[$i]=$(git rev-parse HEAD)
+  if [ "$i" = 4 ]; then expect_rc 0 ab run --rounds 1; fi   # 4 run commits between c4 and c5
 done
-runs_before=$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | wc -l | tr -d ' ')
+expect_rc 0 ab run --rev "base=${c[1]}" --rev "mine=${c[8]}" --rounds 8 --seed 3
+count() { grep -cxF -- "$1" "$RUNS"; }
 
-step "bisect finds the 5th commit"
-expect_rc 0 ab bisect --good "${c[1]}" --bad "${c[8]}" --cell size=small --seed 7
+step "before: check says worse"
+expect_rc 1 ab check
+check_before=$(cat "$OUT")
+expect_contains "$OUT" "worse" "c8 is worse than c1 in the plan's cells"
+head_before=$(git rev-parse HEAD)
+runs_before=$(wc -l <"$RUNS")   # the plan's runs so far
+results_before=$(sed -n '/abtrack:begin results/,/abtrack:end results/p' BIS.md)
+
+step "bisect, killed during its third step"
+touch "$HOLD"
+"$ABTRACK" bisect --good main~7 --bad main --cell size=small --seed 7 >"$WORK/out1" 2>"$WORK/err1" </dev/null &
+pid=$!
+for _ in $(seq 1200); do
+  grep -qxF "// change 5" "$RUNS" && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null; { wait "$pid"; } 2>/dev/null; rc=$?; rm -f "$HOLD"
+expect_eq "$rc" 137 "the bisect was killed while measuring c5 (it ran: $(tail -3 "$WORK/err1"))"
+expect_contains "$WORK/out1" "good ${c1_code:0:7} vs bad ${c[8]:0:7}: +" "bad is measured against good first"
+expect_match "$WORK/out1" "step 1/3: ${c[4]:0:7} c4: change 4: like good" "step 1 tests the middle of the user's commits"
+expect_match "$WORK/out1" "step 2/3: ${c[6]:0:7} c6: change 6: skipped: does not build \(log: \.git/abtrack/trees/" \
+  "the commit that does not build is skipped"
+expect_eq "$(count 'this does not compile')" 0 "the commit that does not build never ran"
+expect_eq "$(git rev-list --count "$head_before"..HEAD)" 3 "one commit per step: good vs bad, steps 1 and 2"
+folder=$(git ls-tree --name-only -d HEAD runs/bis/bisect/ | head -1)
+[ -n "$folder" ] && pass_check || fail "no bisect folder in runs/bis/bisect/"
+expect_contains "$(git show "HEAD:$folder/log")" "unfinished" "the log says it is unfinished"
+expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Bisect,valueonly)' | tr -d '\n')" "$(basename "$folder")" \
+  "the step's commit names the bisect"
+c4_runs=$(count "// change 4"); c8_runs=$(count "// change 8")
+
+step "the same command resumes after step 2"
+expect_rc 0 ab bisect --good main~7 --bad main --cell size=small --seed 7
+expect_contains "$ERR" "resuming bisect $(basename "$folder") after its step 2"
 expect_contains "$OUT" "first bad commit: ${c[5]} c5: change 5" "the 5th commit is the first bad one"
-expect_match "$OUT" "good ${c[1]:0:7} vs bad ${c[8]:0:7}: \+[0-9.]+% worse vs good" "bad is measured against good first"
-expect_match "$OUT" "step 1/3: ${c[4]:0:7} c4: change 4: like good" "step 1 tests the middle commit"
-expect_match "$OUT" "step [0-9]/3: ${c[5]:0:7} c5: change 5: like bad \(\+[0-9.]+% worse vs good" "the 5th is like bad"
-expect_not_contains "$OUT" "skipped" "no commit was skipped"
-expect_eq "$(grep -c '^step' "$OUT")" 3 "3 steps for 6 commits between good and bad"
-expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" "$(sort -u "$BUILDS" | wc -l | tr -d ' ')" "no tree was built twice"
-expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" 5 "good, bad and 3 tested commits: 5 builds"
-runs_after=$(git log --format='%(trailers:key=Abtrack-Run,valueonly)' | sed '/^$/d' | wc -l | tr -d ' ')
-expect_eq "$((runs_after - runs_before))" 48 "4 measurements x 6 rounds x 2 revisions, committed as runs"
-expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Experiment,valueonly)' | tr -d '\n')" bis "the last commit is a run of the experiment"
-expect_eq "$(grep -L '"size": "small"' runs/bis/*.json | wc -l | tr -d ' ')" 0 "only the named cell was measured"
-c5_run=$(grep -l "\"commit\": \"${c[5]}\"" runs/bis/*.json | head -1)
-expect_eq "$(json "$c5_run" 'd["cell"]["rev"]')" mine "the tested commit runs as the candidate revision"
+expect_match "$OUT" "step 3/4: ${c[5]:0:7} c5: change 5: like bad: \+[0-9.]+% worse vs good, CI \[" "the 5th is like bad, with its CI"
+expect_eq "$(count '// change 4')" "$c4_runs" "c4 (step 1) was not measured again"
+expect_eq "$(count '// change 8')" "$c8_runs" "bad (step 0) was not measured again"
+bisect_runs=$(tail -n +$((runs_before + 1)) "$RUNS")
+expect_eq "$(grep -cxF '}' <<<"$bisect_runs")" "$(grep -cvxF '}' <<<"$bisect_runs")" \
+  "good was measured exactly as often as the commits tested (not for the one that does not build)"
+expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" "$(sort -u "$BUILDS" | wc -l | tr -d ' ')" "no tree was built twice, c6 neither"
+expect_eq "$(git rev-list --count "$head_before"..HEAD)" 4 "4 commits for good vs bad and 3 steps"
+expect_eq "$(git log --format='%(trailers:key=Abtrack-Bisect,valueonly)' "$head_before"..HEAD | sed '/^$/d' | wc -l | tr -d ' ')" 4 \
+  "each is a commit of the bisect"
+
+step "the plan reads the same; the log and the samples are committed"
+expect_rc 1 ab check
+expect_eq "$(cat "$OUT")" "$check_before" "check prints what it printed before"
+expect_eq "$(sed -n '/abtrack:begin results/,/abtrack:end results/p' BIS.md)" "$results_before" "the document's results are unchanged"
+expect_eq "$(git diff --name-only "$head_before" HEAD | grep -v "^$folder/" | wc -l | tr -d ' ')" 0 "the bisect committed its own files only"
+expect_eq "$(git diff --name-only "$head_before" HEAD | sort | tr '\n' ' ')" "$folder/bisect.json $folder/log " "a log and the samples"
+log=$(git show "HEAD:$folder/log")
+expect_contains "$log" "first bad commit: ${c[5]}" "the log names the first bad commit"
+expect_contains "$log" "# good: $c1_code c1: the bench" "main~7 counts the user's commits only, before and after the steps' commits"
+expect_contains "$log" "# 7 commits of yours from good to bad (5 commits of abtrack's left out)" \
+  "abtrack's init and run commits are not bisected"
+expect_contains "$log" "step 2 ${c[6]:0:7} c6: change 6"
+expect_contains "$log" "skipped: does not build"
+expect_match "$log" "median good [0-9.]+ us, tested [0-9.]+ us" "each step's medians"
+git show "HEAD:$folder/bisect.json" >"$WORK/bisect.json"
+expect_eq "$(json "$WORK/bisect.json" 'd["status"]')" found
+expect_eq "$(json "$WORK/bisect.json" '" ".join(c[:7] for c in d["path"])')" "$(for i in 2 3 4 5 6 7 8; do printf '%s ' "${c[$i]:0:7}"; done | sed 's/ $//')" \
+  "the path is the user's commits c2..c8"
+expect_eq "$(json "$WORK/bisect.json" '[s["commit"][:7] for s in d["steps"]]')" "[\"${c[8]:0:7}\", \"${c[4]:0:7}\", \"${c[6]:0:7}\", \"${c[5]:0:7}\"]"
+expect_eq "$(json "$WORK/bisect.json" 'len([r for r in d["steps"][3]["runs"] if r["rev"] == "good"]) >= 6 and all(len(r["samples"]["t"]) == 5 for r in d["steps"][3]["runs"])')" true \
+  "the raw samples of each run"
+expect_eq "$(json "$WORK/bisect.json" 'd["steps"][3]["summary"]["verdict"]')" worse
+expect_rc 0 ab verify
 expect_eq "$(git status --porcelain)" "" "the work tree is clean"
 [ ! -e build ] && pass_check || fail "no build output in the work tree"
-expect_rc 0 ab verify
+expect_rc 0 ab log
+expect_not_contains "$OUT" "bisect" "the bisect's commits are not runs"
+
+step "finished: the same command prints its result"
+head_done=$(git rev-parse HEAD); runs_done=$(wc -l <"$RUNS")
+expect_rc 0 ab bisect --good main~7 --bad main --cell size=small --seed 7
+expect_contains "$OUT" "first bad commit: ${c[5]} c5: change 5"
+expect_contains "$ERR" "finished before"
+expect_eq "$(git rev-parse HEAD)" "$head_done" "nothing committed"
+expect_eq "$(wc -l <"$RUNS")" "$runs_done" "nothing measured"
+
+step "a plan with one cell per revision needs no --cell"
+sed -e 's/experiment: bis/experiment: one/' -e 's/doc: BIS.md/doc: ONE.md/' -e 's/size: \[small, large\]/size: [small]/' abtrack.yaml >one.yaml
+git add one.yaml && git commit -q -m "the one-cell plan"
+expect_rc 0 ab -p one.yaml init
+expect_rc 0 ab -p one.yaml bisect --good "${c[4]}" --bad "${c[5]}" --seed 5
+expect_contains "$OUT" "first bad commit: ${c[5]} c5: change 5" "bad follows good once the run commits are left out"
+expect_eq "$(grep -c '^step' "$OUT")" 0 "no step: good vs bad decides"
 
 step "errors: good not an ancestor of bad, no such revision, bad not worse"
 git checkout -q -b side "${c[3]}" && echo "// side" >>bench.c && git commit -q -am "side" && git checkout -q main
@@ -63,12 +148,46 @@ expect_contains "$ERR" "is not a first-parent ancestor of --bad" "good not an an
 expect_rc 2 ab bisect --good nosuch --bad "${c[8]}" --cell size=small
 expect_contains "$ERR" "--good 'nosuch' names no commit" "an unknown revision"
 expect_rc 2 ab bisect --good "${c[1]}" --bad "${c[8]}"
-expect_contains "$ERR" "bisect needs --cell" "the cell is needed"
+expect_contains "$ERR" "bisect needs --cell" "the cell is needed with two cells per revision"
 expect_rc 2 ab bisect --good "${c[1]}" --bad "${c[8]}" --cell rev=mine,size=small
 expect_contains "$ERR" "without rev" "--cell names no rev"
 expect_eq "$(git rev-parse HEAD)" "$head_before" "nothing was committed"
+builds=$(wc -l <"$BUILDS")
 expect_rc 1 ab bisect --good "${c[5]}" --bad "${c[8]}" --cell size=small --seed 8
 expect_contains "$ERR" "bad is not worse than good on t (Δ" "bad not worse"
 expect_contains "$ERR" "nothing to bisect"
-expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" 5 "the cached builds of c5 and c8 are used"
+expect_eq "$(wc -l <"$BUILDS")" "$builds" "the cached builds of c5 and c8 are used"
+
+step "an unresolved change is printed as such, with its CI"
+# c2 is 50% slower in every other round (a counter in its tree): neither worse nor within
+# min_effect. The step line must say so, not call it "same vs good".
+new_repo noisy
+printf '#!/bin/sh\necho "{\\"t\\": [100, 100, 100]}"\n' >bench.sh
+chmod +x bench.sh
+cat >abtrack.yaml <<'EOF2'
+experiment: noisy
+doc: NOISY.md
+revisions: {base: main, mine: main}
+baseline: {rev: base}
+rounds: 6
+min_effect: 10%
+command: ./bench.sh
+metrics:
+  t: {json: t, better: lower}
+EOF2
+git add . && git commit -q -m "n1: steady" && n1=$(git rev-parse HEAD)
+cat >bench.sh <<'EOF2'
+#!/bin/sh
+n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) >count
+if [ $((n % 2)) = 1 ]; then echo '{"t": [150, 150, 150]}'; else echo '{"t": [100, 100, 100]}'; fi
+EOF2
+git commit -q -am "n2: every other round slower" && n2=$(git rev-parse HEAD)
+printf '#!/bin/sh\necho "{\\"t\\": [200, 200, 200]}"\n' >bench.sh
+git commit -q -am "n3: slower" && n3=$(git rev-parse HEAD)
+expect_rc 0 ab init
+expect_rc 0 ab bisect --good "$n1" --bad "$n3" --seed 1
+expect_match "$OUT" "step 1/1: ${n2:0:7} n2: every other round slower: like good \(not shown worse\): \+[0-9.]+% ~ \(unresolved: neither worse nor within min_effect\) vs good, CI \[[-+0-9.]+%, \+[0-9.]+%\], p=[0-9.]+, 6 rounds" \
+  "the unresolved change is printed with its CI"
+expect_not_contains "$OUT" "same vs good"
+expect_contains "$OUT" "first bad commit: $n3 n3: slower"
 done_testing

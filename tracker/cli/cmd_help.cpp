@@ -138,17 +138,26 @@ const std::vector<Command>& commands() {
       {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--rounds N] [--seed N]",
        "find the first commit that made a cell worse",
        "For a plan with revisions: the baseline revision (the rev of baseline:) plays good and the\n"
-       "first other revision the commit tested. Measures bad against good first (--rounds rounds,\n"
+       "first other revision the commit tested. Step 0 measures bad against good (--rounds rounds,\n"
        "default the plan's rounds: or 6, the revisions alternating) and stops with an error when bad is\n"
-       "not worse than good on the metric. Then a binary search over the first-parent history from good\n"
-       "to bad: each step measures the middle commit against good and judges it like bad (worse beyond\n"
-       "min_effect) or like good (same, equivalent or better); an inconclusive commit gets as many rounds\n"
-       "again, then is skipped and a neighbour tested. Prints each step and the first bad commit.\n"
-       "Every measurement is committed as normal runs; each code tree is written and built once.\n"
+       "not worse than good on the metric. Then a binary search over your first-parent commits from\n"
+       "good to bad (abtrack's run commits, and any commit changing only its data, are left out; a\n"
+       "--good or --bad naming one means your commit below it, and ~N counts your commits only):\n"
+       "each step builds the middle commit (one that does not build is skipped, good unmeasured),\n"
+       "measures it against good and judges it like bad (worse beyond min_effect) or like good\n"
+       "(equivalent, better, or ~ not shown worse); an inconclusive commit gets as many rounds again,\n"
+       "then is skipped and a neighbour tested.\n"
+       "The measurements are not runs of the plan (the document and check are unchanged): each step is\n"
+       "one commit of runs/<experiment>/bisect/<id>/log (for people: git show HEAD:<that path>) and\n"
+       "bisect.json (every sample). Run again with the same arguments, an interrupted bisect resumes\n"
+       "after its last committed step, and a finished one prints its result.\n"
        "  --good REV, --bad REV   any git revision; good must be a first-parent ancestor of bad\n"
-       "  --cell k=v,...          the cell, a value for every axis but rev (not needed with rev alone)\n"
+       "  --cell k=v,...          the cell, a value for every axis but rev (not needed when the plan\n"
+       "                          has one cell per revision)\n"
        "  --metric M              the metric judged (default: the first with better:)\n"
-       "Exit 0: found; 1: bad is not worse, or skips leave a range (printed); 2: usage.",
+       "  --rounds N, --seed N    rounds per measurement; the seed of the rounds' order\n"
+       "Exit 0: found; 1: bad is not worse, or skips leave a range (printed); 2: usage; 130:\n"
+       "interrupted (run it again to resume).",
        cmd_bisect},
       {"__task", "__task DIR INDEX", "(internal) run one Slurm task on its node",
        "Run by the job script abtrack submits: runs task INDEX of DIR/manifest.json and writes\n"

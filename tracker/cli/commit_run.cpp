@@ -153,7 +153,9 @@ std::string commit_message(const plan::Plan& plan, const record::Record& rec) {
 }
 
 std::string result_line(const plan::Plan& plan, const record::Record& rec) {
-  std::string line = fmt::format("run {} {}: {}", rec.run, rec.label(), runner::to_string(rec.data.outcome));
+  // Run 0: a measurement not committed as a run (bisect's).
+  std::string line = rec.run > 0 ? fmt::format("run {} {}: {}", rec.run, rec.label(), runner::to_string(rec.data.outcome))
+                                 : fmt::format("measured {}: {}", rec.label(), runner::to_string(rec.data.outcome));
   for (const auto& m : plan.metrics) {
     if (m.better == plan::Better::none) continue;
     auto s = rec.data.samples.find(m.name);

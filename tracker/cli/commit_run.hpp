@@ -43,7 +43,8 @@ int recover_journal(Context& ctx);
 // The commit message of a record (subject, body, trailers).
 std::string commit_message(const plan::Plan& plan, const record::Record& rec);
 
-// One line for the terminal: "run 7 warps=8 batch=64: pass  time_us 41.2 (-14.0% better)".
+// One line for the terminal: "run 7 warps=8 batch=64: pass  time_us 41.2 (-14.0% better)"; for a
+// draft (run 0, not committed) "measured warps=8 batch=64: pass  time_us 41.2".
 std::string result_line(const plan::Plan& plan, const record::Record& rec);
 
 }  // namespace abtrack::cli

@@ -24,7 +24,7 @@ struct RevisionRunOptions {
   bool step = false;                             // `step`: one run of the first cell without one
   // `bisect`: exactly these cells (of one group), every round, whether they have runs or not.
   std::optional<std::vector<plan::Cell>> group;
-  RunOptions run;  // how the runs are made: dry run, early stop, where results go
+  RunOptions run;  // how the runs are made: dry run, early stop, commit or not, where results go
 };
 
 // The groups of cells measured together: the cells that differ only in `rev`, in plan order.

@@ -171,7 +171,7 @@ void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pai
     }
     bar.cell_measured();
     auto draft = draft_record(ctx, run, code, site.rev ? &site.rev->dir : nullptr);
-    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : journal_and_commit(ctx, draft);
+    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, draft);
     const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
     if (opts.results_to_stderr) info(g, line);
     else bar.print_result(line, rec.data.outcome, stderr_excerpt(rec));
@@ -231,7 +231,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         continue;
       }
       if (slot.draft) {
-        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : commit_run(ctx, *slot.draft);
+        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : !opts.commit ? *slot.draft : commit_run(ctx, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
         const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
         if (opts.results_to_stderr) {
@@ -301,7 +301,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
     slot.done = true;
     if (f.run) {
       slot.draft = draft_record(ctx, *f.run, slot.code, slot.site->rev ? &slot.site->rev->dir : nullptr);
-      if (!opts.dry_run) slot.journal = journal_run(ctx, *slot.draft);
+      if (!opts.dry_run && opts.commit) slot.journal = journal_run(ctx, *slot.draft);
     } else {
       stop = true;
       try {

@@ -21,8 +21,11 @@ struct RunOptions {
   // A plan with revisions: each cell runs in its revision's tree and measures its code
   // (revisions.hpp), after that revision's build. Null: every cell runs in the work tree.
   const std::vector<Revision>* revisions = nullptr;
+  // false (`bisect`): measure only; each run's draft (draft_record, run 0) goes to `records`,
+  // with no journal, no comparison and no commit.
+  bool commit = true;
   bool results_to_stderr = false;  // each result line as progress (stderr, not with -q) instead of stdout
-  // When set, receives each run's record: as committed, or with dry_run as measured.
+  // When set, receives each run's record: as committed, or as measured (dry_run, !commit).
   std::vector<record::Record>* records = nullptr;
 };
 

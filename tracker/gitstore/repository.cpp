@@ -986,22 +986,39 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   return hex(id);
 }
 
+namespace {
+HistoryEntry entry_of(git_commit* c) {
+  HistoryEntry e;
+  e.commit = hex(*git_commit_id(c));
+  if (git_commit_parentcount(c) > 0) e.first_parent = hex(*git_commit_parent_id(c, 0));
+  e.time = git_commit_time(c);
+  const char* summary = git_commit_summary(c);
+  e.subject = summary ? summary : "";
+  git_message_trailer_array arr{};
+  if (const char* msg = git_commit_message(c); msg && git_message_trailers(&arr, msg) == 0) {
+    for (std::size_t i = 0; i < arr.count; ++i) e.trailers.emplace_back(arr.trailers[i].key, arr.trailers[i].value);
+    git_message_trailer_array_free(&arr);
+  }
+  return e;
+}
+}  // namespace
+
 std::optional<HistoryEntry> Repository::head_entry() const {
   auto tip = read_tip(m_repo);
   if (!tip.oid) return std::nullopt;
   Commit c;
   check_git(git_commit_lookup(c.out(), m_repo, &*tip.oid), "reading HEAD");
-  HistoryEntry e;
-  e.commit = hex(*tip.oid);
-  e.time = git_commit_time(c.get());
-  const char* summary = git_commit_summary(c.get());
-  e.subject = summary ? summary : "";
-  git_message_trailer_array arr{};
-  if (const char* msg = git_commit_message(c.get()); msg && git_message_trailers(&arr, msg) == 0) {
-    for (std::size_t i = 0; i < arr.count; ++i) e.trailers.emplace_back(arr.trailers[i].key, arr.trailers[i].value);
-    git_message_trailer_array_free(&arr);
+  return entry_of(c.get());
+}
+
+std::optional<HistoryEntry> Repository::entry(const std::string& commit) const {
+  git_oid id;
+  Commit c;
+  if (commit.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, commit.c_str()) != 0 || git_commit_lookup(c.out(), m_repo, &id) != 0) {
+    git_error_clear();
+    return std::nullopt;
   }
-  return e;
+  return entry_of(c.get());
 }
 
 void Repository::check_identity() const { Signature s(make_signature(m_repo, "COMMITTER")); }
@@ -1487,6 +1504,7 @@ std::vector<HistoryEntry> Repository::history(const std::string& key) const {
     }
     if (!key.empty() && e.trailer(key).empty()) continue;
     e.commit = hex(oid);
+    if (git_commit_parentcount(c.get()) > 0) e.first_parent = hex(*git_commit_parent_id(c.get(), 0));
     e.time = git_commit_time(c.get());
     const char* summary = git_commit_summary(c.get());
     e.subject = summary ? summary : "";

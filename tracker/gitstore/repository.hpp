@@ -72,6 +72,7 @@ struct Committed {
 // One entry of the history: a commit with its trailers.
 struct HistoryEntry {
   std::string commit;
+  std::string first_parent;  // "" for a root commit
   std::int64_t time = 0;   // committer time, seconds since the epoch
   std::string subject;
   std::vector<std::pair<std::string, std::string>> trailers;
@@ -202,6 +203,9 @@ class Repository {
 
   // HEAD's commit with its trailers, nullopt on an unborn branch.
   std::optional<HistoryEntry> head_entry() const;
+  // The commit `commit` (40 hex digits) with its trailers and first parent, nullopt when this
+  // repository does not have it.
+  std::optional<HistoryEntry> entry(const std::string& commit) const;
 
   // Commits on the branch HEAD points to (or detached HEAD): `build` gets a view of the tip
   // and returns the change; the tree is HEAD's tree plus the files (never the index). When
