@@ -110,7 +110,9 @@ const std::vector<Command>& commands() {
        "               as the same; for --history across machines or days, whose offsets pairing cannot cancel\n"
        "Exit 0 when nothing below holds; 1 when a cell is worse beyond min_effect, a cell's pool failed a\n"
        "gate, or a cell's latest run is invalid; 2 usage or plan error; 3 environment error (not a git\n"
-       "repository, a record that cannot be read).",
+       "repository, a record that cannot be read); 4 when nothing was compared and nothing failed: no\n"
+       "cell had a baseline run (or, --history, earlier code) to be compared with, or no cell has a run\n"
+       "(a plan without a baseline checks only gates and invalid runs); a warning on stderr says which.",
        cmd_check},
       {"collect", "collect [--wait]", "commit the runs of finished Slurm tasks",
        "Reads the result files of the experiment's outstanding Slurm job arrays (executor: slurm) and\n"
@@ -205,7 +207,8 @@ int cmd_help(const Args& args) {
       "  -v, --verbose    stream the commands' output to stderr as it comes (still captured)\n"
       "  --version        print the version\n\n"
       "exit codes: 0 ok, 1 a run failed or was invalid (still committed), 2 usage or plan error,\n"
-      "3 environment error (not a git repository, cannot commit, uncommitted edits), 130 interrupted.\n"
+      "3 environment error (not a git repository, cannot commit, uncommitted edits), 4 `check` compared\n"
+      "nothing, 130 interrupted.\n"
       "`abtrack help COMMAND` describes one command.\n");
   return 0;
 }
