@@ -72,8 +72,12 @@ const std::vector<Command>& commands() {
        cmd_status},
       {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
-       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell; a run\n"
-       "taken back is marked [dropped], and its drop (Abtrack-Dropped) is listed with outcome dropped.",
+       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell and `code ID`,\n"
+       "the code the run measured (its Abtrack-Code trailer, ids shortened to 12 digits: a commit, with\n"
+       "\" +snapshot ID\" for a snapshot of the work tree or \" +dirty\" for code no snapshot kept; with\n"
+       "revisions: the cell's rev=NAME and the commit that revision resolved to); a run taken back is\n"
+       "marked [dropped], and its drop (Abtrack-Dropped) is listed with outcome dropped. --json: the\n"
+       "same, the trailer in full.",
        cmd_log},
       {"render", "render", "rewrite the document's regions and the plot from the committed records (no commit)",
        "Re-renders the summary, results and runs regions from the records committed on HEAD and writes the\n"
@@ -157,11 +161,14 @@ const std::vector<Command>& commands() {
        "Prints the experiment's committed runs on stdout, one row per run (ascending): run, the cell's\n"
        "values, outcome, each metric's median, for each compared metric (with a baseline) its change in\n"
        "percent (delta_pct; delta_abs for a metric with a sample <= 0) and verdict (\"better (exact)\" for\n"
-       "an exact change) as the run recorded them, and the reason of a failed or invalid run.\n"
+       "an exact change) as the run recorded them, the reason of a failed or invalid run, and the code the\n"
+       "run measured (code: the commit, 12 digits, with \" +snapshot ID\" for a snapshot of the work tree\n"
+       "or \" +dirty\" for code no snapshot kept; with revisions: the commit the cell's rev resolved to).\n"
        "  --format F   csv (RFC 4180), md (a markdown table: numbers rounded as the document rounds\n"
        "               them, units in the headers) or json (an array of objects; null for empty)\n"
        "  --cells      one row per cell of the plan instead: values, n, outcome (or pending), the pooled\n"
-       "               medians, change and verdict as the document shows them, and the pooled runs\n"
+       "               medians, change and verdict as the document shows them, the pooled runs and\n"
+       "               their code\n"
        "A column is named after its axis or metric; one named like another column (an axis `n`, `run`,\n"
        "`outcome`) gets its kind after its name: `n (axis)`.",
        cmd_export},
