@@ -50,10 +50,14 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
                     "see the warning above; commit the change and name its commit instead");
     } else {
       auto commit = ctx.repo.resolve(r.spec);
+      constexpr const char* kSpecHint =
+          "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE";
+      // A spec from --rev is the command line's, not the plan file's.
+      if (!commit && o != overrides.end())
+        throw Error(Exit::usage, fmt::format("--rev {}={}: '{}' names no commit of this repository", name, r.spec, r.spec), kSpecHint);
       if (!commit)
         throw Error(Exit::usage, Location{ctx.plan_name, 0, 0},
-                    fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec),
-                    "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE");
+                    fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec), kSpecHint);
       r.code.commit = *commit;
       r.code.tree = ctx.repo.tree_without(*commit, data);
     }
