@@ -101,7 +101,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev)
     p.setup = ctx.plan.build;
     p.timeout_s = ctx.plan.build_timeout_s;
     runner::LocalExecutor executor;
-    auto result = runner::run_setup(p, executor);
+    auto result = runner::run_setup(p, executor, "build");
     const fs::path log = state / ("build-" + key + ".log");
     util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
                                              result.invocation.stdout_tail.size(), result.invocation.stdout_tail,
