@@ -125,10 +125,15 @@ plan::Plan plan_for(const plan::Plan& plan, const Revision& rev) {
 }
 
 const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>& revisions, const plan::Cell& cell) {
-  if (plan.revisions.empty() || cell.values.empty()) return nullptr;
-  for (const auto& r : revisions)
-    if (r.name == cell.values.front()) return &r;  // `rev` is the first axis
-  return nullptr;
+  if (plan.revisions.empty()) return nullptr;
+  if (!cell.values.empty())
+    for (const auto& r : revisions)
+      if (r.name == cell.values.front()) return &r;  // `rev` is the first axis
+  std::vector<std::string> names;
+  for (const auto& r : revisions) names.push_back(r.name);
+  throw Error(Exit::usage,
+              fmt::format("cell {} names no revision of this invocation", cell.values.empty() ? "(no values)" : plan.label(cell)),
+              fmt::format("the revisions resolved: {}", names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 std::vector<fs::path> clean_trees(const Context& ctx, const std::vector<std::string>& keep_trees, int keep_recent) {
