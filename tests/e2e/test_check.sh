@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # abtrack check, the CI gate: exit 1 when a cell is worse than its baseline beyond min_effect
 # (after Holm, the document's verdicts), when a cell's pool failed a gate, or when a cell's latest
-# run is invalid; 0 otherwise (pending cells are listed, they do not fail); 2 for usage errors.
+# run is invalid; 4 when nothing was compared (the baseline has no runs, --history finds no earlier
+# code, no cell has a run); 0 otherwise (pending cells are listed, they do not fail); 2 for usage
+# errors.
 # --history compares each cell's newest code with its previous code. Text and markdown output.
 source "$(dirname "$0")/lib.sh"
 
@@ -92,6 +94,32 @@ expect_contains "$OUT" "check passed"
 expect_rc 0 ab check --format md
 expect_contains "$OUT" "| variant=c |  | 103.5 | — | — | pending | — | pending |"
 
+step "the baseline has no runs: nothing compared, exit 4"
+new_repo nobase
+write_plan "baseline: {variant: a}"
+cat >bench.sh <<EOF
+echo '{"t": $A, "err": 0.001}'
+EOF
+git_commit_all "user: bench"
+expect_rc 0 ab -q init
+expect_rc 4 ab check
+expect_contains "$ERR" "abtrack: warning: nothing was compared (no cell has a run): exit 4"
+expect_contains "$OUT" "check compared nothing: no cell has a run"
+expect_not_contains "$OUT" "check passed"
+expect_rc 0 ab -q step --cell variant=b
+expect_rc 0 ab -q step --cell variant=c
+expect_rc 4 ab check
+expect_contains "$ERR" "nothing was compared (the baseline variant=a has no runs): exit 4"
+expect_contains "$OUT" "check compared nothing: the baseline variant=a has no runs"
+expect_match "$OUT" '^variant=b +8 +— +103\.5 +— +baseline pending +— +pass$'
+expect_rc 4 ab -q check --format md
+expect_contains "$ERR" "nothing was compared" "-q does not hide it"
+expect_contains "$OUT" "check compared nothing: the baseline variant=a has no runs."
+expect_rc 0 ab -q step --cell variant=a
+expect_rc 0 ab check
+expect_contains "$OUT" "check passed"
+expect_eq "$(cat "$ERR")" "" "a check that compared something says nothing on stderr"
+
 step "a gate failure: exit 1"
 new_repo gate
 write_plan "baseline: {variant: a}"
@@ -143,11 +171,13 @@ git_commit_all "user: bench"
 expect_rc 0 ab -q init
 OLD=$(git rev-parse --short=12 HEAD)
 expect_rc 0 ab -q run
-expect_rc 0 ab check --history
+expect_rc 4 ab check --history
+expect_contains "$ERR" "nothing was compared (no cell has runs on earlier code): exit 4"
 expect_contains "$OUT" "abtrack check --history: gate, each cell's newest code against its earlier code"
 expect_match "$OUT" '^cell +n +earlier code +earlier median +median +Δ \[CI\] +verdict +p +outcome$'
 expect_eq "$(grep -c 'no earlier code' "$OUT")" 3 "every cell: no earlier code"
 expect_contains "$OUT" "0 worse, 0 failed gates, 0 invalid"
+expect_contains "$OUT" "check compared nothing: no cell has runs on earlier code"
 cat >bench.sh <<EOF
 case \$1 in
   b) echo '{"t": $SLOW, "err": 0.001}' ;;
@@ -201,6 +231,7 @@ step "help documents it"
 expect_rc 0 ab help check
 expect_contains "$OUT" "usage: abtrack [-p PLAN] [-q] [-v] check [--format text|md] [--history] [--min-effect PCT]"
 expect_contains "$OUT" "2 usage or plan error; 3 environment error"
+expect_contains "$OUT" "4 when nothing was compared"
 expect_rc 0 ab help
 expect_match "$OUT" '^  check +the CI gate'
 

@@ -168,7 +168,7 @@ expect_false "no escape codes in a pipe" grep -q $'\033' "$OUT" "$ERR"
 step "export"
 cd "$WORK/plot"
 expect_rc 0 ab export --format csv
-expect_eq "$(head -1 "$OUT" | tr -d '\r')" "run,warps,batch,outcome,time_us,time_us delta_pct,time_us delta_abs,time_us verdict,reason"
+expect_eq "$(head -1 "$OUT" | tr -d '\r')" "run,warps,batch,outcome,time_us,time_us delta_pct,time_us delta_abs,time_us verdict,reason,code"
 expect_match "$OUT" '^1,4,16,pass,103.5,,,baseline,'
 expect_match "$OUT" '^3,8,16,pass,83.5,-19\.[0-9]+,,better,'
 expect_eq "$(grep -c . "$OUT")" "5" "a header and one row per run"

@@ -143,10 +143,11 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
   for (std::size_t i = 3; i < 6; ++i) runs[i].comparison = record::compare_with_baseline(p, cells[i - 3], runs[i].data.samples);
   auto t = doc::export_table(p, runs, false);
   CHECK(t.columns ==
-        std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct", "t delta_abs", "t verdict", "reason"});
+        std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct", "t delta_abs", "t verdict", "reason", "code"});
   REQUIRE(t.rows.size() == 6);
   auto csv = doc::format_export(t, doc::ExportFormat::csv);
-  CHECK(csv.rfind("run,warps,batch,outcome,t,err,t delta_pct,t delta_abs,t verdict,reason\r\n1,4,16,pass,103.5,0,,,baseline,\"a, \"\"quoted\"\" | reason\"\r\n", 0) == 0);
+  CHECK(csv.rfind("run,warps,batch,outcome,t,err,t delta_pct,t delta_abs,t verdict,reason,code\r\n"
+                  "1,4,16,pass,103.5,0,,,baseline,\"a, \"\"quoted\"\" | reason\"," + runs[0].code.short_name() + "\r\n", 0) == 0);
   CHECK(csv.find("\r\n4,8,16,pass,83.5,0,-19.") != std::string::npos);
   auto md = doc::format_export(t, doc::ExportFormat::md);
   CHECK(md.find("a, \"quoted\" \\| reason") != std::string::npos);
@@ -161,13 +162,13 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
 }
 
 TEST_CASE("export: an axis or metric named like one of the table's columns gets its kind after its name") {
-  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {run: [7, 8], n: [1, 2]}\ncommand: x\n"
+  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {run: [7, 8], n: [1, 2], code: [a]}\ncommand: x\n"
                             "metrics: {outcome: {json: o}, run: {json: r}}\n",
                             "abtrack.yaml", std::filesystem::temp_directory_path());
   CHECK(doc::export_table(p, {}, false).columns ==
-        std::vector<std::string>{"run", "run (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "reason"});
+        std::vector<std::string>{"run", "run (axis)", "n", "code (axis)", "outcome", "outcome (metric)", "run (metric)", "reason", "code"});
   CHECK(doc::export_table(p, {}, true).columns ==
-        std::vector<std::string>{"run", "n (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "runs"});
+        std::vector<std::string>{"run", "n (axis)", "code (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "runs", "code"});
 }
 
 TEST_CASE("progress helpers: durations, coloured outcomes") {

@@ -1,9 +1,11 @@
 // `abtrack check`: the CI gate. Every cell against its baseline cell, exactly as the document's
 // results table compares them (doc::compare_cells: pooled or paired, Holm across the experiment),
 // or with --history each cell's newest pool against its previous code's pool. Exit 1 when a cell
-// is worse beyond min_effect, its pool failed a gate or its latest run is invalid.
+// is worse beyond min_effect, its pool failed a gate or its latest run is invalid; 4 when nothing
+// was compared (the baseline has no runs).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include <fmt/format.h>
@@ -185,16 +187,18 @@ int cmd_check(const Args& args) {
   const std::size_t right_from = metric_column ? 2 : 1, right_to = head.size() - 3;  // n .. Δ align right
   std::vector<std::vector<std::string>> rows{head};
 
-  std::size_t worse = 0, failed = 0, invalid = 0, pending = 0;
-  std::vector<std::string> worse_cells, failed_cells, invalid_cells;
+  std::size_t worse = 0, failed = 0, invalid = 0, pending = 0, compared = 0;
+  std::vector<std::string> worse_cells, failed_cells, invalid_cells, pending_baselines;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     const auto& cc = comps[i];
     const Record* latest = c.latest();
     std::string label = plan.label(c.cell);
     std::string outcome = "pending";
-    if (!latest) ++pending;
-    else {
+    if (!latest) {
+      ++pending;
+      if (cc.is_baseline) pending_baselines.push_back(label);
+    } else {
       outcome = runner::to_string(c.outcome());
       if (c.outcome() == Outcome::fail) {
         ++failed;
@@ -207,6 +211,7 @@ int cmd_check(const Args& args) {
       }
     }
     bool is_worse = false;
+    if (!cc.result.metrics.empty()) ++compared;
     for (const auto* m : metrics) {
       std::vector<std::string> row{label};
       if (metric_column) row.push_back(m->name);
@@ -263,12 +268,31 @@ int cmd_check(const Args& args) {
   more += fmt::format("; verdicts beyond ±{:g}% at α = {:g}", plan.min_effect_pct, plan.alpha);
   if (with_p > 1) more += fmt::format(", Holm-adjusted over {} comparisons", with_p);
   const bool failing = worse + failed + invalid > 0;
-  std::string end = failing ? "check failed" : "check passed";
+  // A gate that compared nothing checked nothing: it must not read as a pass (a CI job whose
+  // baseline was never measured). Without comparisons to make (no baseline, or no metric with
+  // `better:`), it checks the gates and invalid runs of what was measured: nothing when no cell was.
+  const bool compares = (history || plan.baseline) && !record::compared_metrics(plan).empty();
+  std::string nothing, advice = "measure them first: abtrack run";
+  if (!failing && (compares ? compared == 0 : pending == cells.size())) {
+    if (pending == cells.size()) nothing = "no cell has a run";
+    else if (history) {
+      nothing = "no cell has runs on earlier code";
+      advice = "--history compares a cell's newest code with the code it ran on before";
+    } else if (!pending_baselines.empty())
+      nothing = fmt::format("the baseline {} no runs", pending_baselines.size() == 1 ? pending_baselines.front() + " has"
+                                                                                    : fmt::format("{} have", fmt::join(pending_baselines, ", ")));
+    else {
+      nothing = "no cell but the baseline has a run to compare";
+      advice = "measure the cells that differ from the baseline: abtrack run";
+    }
+  }
+  std::string end = failing ? "check failed" : !nothing.empty() ? "check compared nothing" : "check passed";
   std::vector<std::string> why;
   if (!worse_cells.empty()) why.push_back(fmt::format("worse: {}", fmt::join(worse_cells, ", ")));
   if (!failed_cells.empty()) why.push_back(fmt::format("failed gates: {}", fmt::join(failed_cells, ", ")));
   if (!invalid_cells.empty()) why.push_back(fmt::format("invalid: {}", fmt::join(invalid_cells, ", ")));
   if (!why.empty()) end += fmt::format(": {}", fmt::join(why, "; "));
+  if (!nothing.empty()) end += ": " + nothing;
 
   if (format == Format::md) {
     fmt::print("### {}\n\n", doc::escape_cell(title));
@@ -279,7 +303,13 @@ int cmd_check(const Args& args) {
     fmt::print("{}", table(rows, right_from, right_to, format));
     fmt::print("\n{}{}\n{}\n", summary, more, end);
   }
-  return failing ? static_cast<int>(Exit::run_failed) : 0;
+  if (failing) return static_cast<int>(Exit::run_failed);
+  if (!nothing.empty()) {
+    std::fflush(stdout);
+    warn(fmt::format("nothing was compared ({}): exit {}; {}", nothing, static_cast<int>(Exit::nothing_compared), advice));
+    return static_cast<int>(Exit::nothing_compared);
+  }
+  return 0;
 }
 
 }  // namespace abtrack::cli

@@ -74,8 +74,12 @@ const std::vector<Command>& commands() {
        cmd_status},
       {"log", "log [--json] [--all]", "the runs, newest first, read from git history",
        "Walks the history of HEAD (through libgit2) and lists the commits with an Abtrack-Run trailer of\n"
-       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell; a run\n"
-       "taken back is marked [dropped], and its drop (Abtrack-Dropped) is listed with outcome dropped.",
+       "this plan's experiment (--all: of every experiment): commit, run, date, outcome, cell and `code ID`,\n"
+       "the code the run measured (its Abtrack-Code trailer, ids shortened to 12 digits: a commit, with\n"
+       "\" +snapshot ID\" for a snapshot of the work tree or \" +dirty\" for code no snapshot kept; with\n"
+       "revisions: the cell's rev=NAME and the commit that revision resolved to); a run taken back is\n"
+       "marked [dropped], and its drop (Abtrack-Dropped) is listed with outcome dropped. --json: the\n"
+       "same, the trailer in full.",
        cmd_log},
       {"render", "render", "rewrite the document's regions and the plot from the committed records (no commit)",
        "Re-renders the summary, results and runs regions from the records committed on HEAD and writes the\n"
@@ -112,7 +116,9 @@ const std::vector<Command>& commands() {
        "               as the same; for --history across machines or days, whose offsets pairing cannot cancel\n"
        "Exit 0 when nothing below holds; 1 when a cell is worse beyond min_effect, a cell's pool failed a\n"
        "gate, or a cell's latest run is invalid; 2 usage or plan error; 3 environment error (not a git\n"
-       "repository, a record that cannot be read).",
+       "repository, a record that cannot be read); 4 when nothing was compared and nothing failed: no\n"
+       "cell had a baseline run (or, --history, earlier code) to be compared with, or no cell has a run\n"
+       "(a plan without a baseline checks only gates and invalid runs); a warning on stderr says which.",
        cmd_check},
       {"collect", "collect [--wait]", "commit the runs of finished Slurm tasks",
        "Reads the result files of the experiment's outstanding Slurm job arrays (executor: slurm) and\n"
@@ -167,11 +173,14 @@ const std::vector<Command>& commands() {
        "Prints the experiment's committed runs on stdout, one row per run (ascending): run, the cell's\n"
        "values, outcome, each metric's median, for each compared metric (with a baseline) its change in\n"
        "percent (delta_pct; delta_abs for a metric with a sample <= 0) and verdict (\"better (exact)\" for\n"
-       "an exact change) as the run recorded them, and the reason of a failed or invalid run.\n"
+       "an exact change) as the run recorded them, the reason of a failed or invalid run, and the code the\n"
+       "run measured (code: the commit, 12 digits, with \" +snapshot ID\" for a snapshot of the work tree\n"
+       "or \" +dirty\" for code no snapshot kept; with revisions: the commit the cell's rev resolved to).\n"
        "  --format F   csv (RFC 4180), md (a markdown table: numbers rounded as the document rounds\n"
        "               them, units in the headers) or json (an array of objects; null for empty)\n"
        "  --cells      one row per cell of the plan instead: values, n, outcome (or pending), the pooled\n"
-       "               medians, change and verdict as the document shows them, and the pooled runs\n"
+       "               medians, change and verdict as the document shows them, the pooled runs and\n"
+       "               their code\n"
        "A column is named after its axis or metric; one named like another column (an axis `n`, `run`,\n"
        "`outcome`) gets its kind after its name: `n (axis)`.",
        cmd_export},
@@ -217,7 +226,8 @@ int cmd_help(const Args& args) {
       "  -v, --verbose    stream the commands' output to stderr as it comes (still captured)\n"
       "  --version        print the version\n\n"
       "exit codes: 0 ok, 1 a run failed or was invalid (still committed), 2 usage or plan error,\n"
-      "3 environment error (not a git repository, cannot commit, uncommitted edits), 130 interrupted.\n"
+      "3 environment error (not a git repository, cannot commit, uncommitted edits), 4 `check` compared\n"
+      "nothing, 130 interrupted.\n"
       "`abtrack help COMMAND` describes one command.\n");
   return 0;
 }

@@ -10,6 +10,27 @@
 #include "plan/load.hpp"
 
 namespace abtrack::cli {
+namespace {
+
+// The Abtrack-Code trailer with its object ids shortened to 12 digits, as tables show code:
+// "1a2b3c4d5e6f", "1a2b3c4d5e6f +snapshot 9f8e7d6c5b4a", "1a2b3c4d5e6f +dirty"; "?" for runs
+// whose commit has none.
+std::string short_code(const std::string& trailer) {
+  if (trailer.empty()) return "?";
+  std::string out;
+  std::size_t at = 0;
+  while (at < trailer.size()) {
+    std::size_t end = trailer.find(' ', at);
+    if (end == std::string::npos) end = trailer.size();
+    std::string word = trailer.substr(at, end - at);
+    const bool id = word.size() >= 40 && word.find_first_not_of("0123456789abcdef") == std::string::npos;
+    out += (out.empty() ? "" : " ") + (id ? word.substr(0, 12) : word);
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
 
 int cmd_log(const Args& args) {
   bool json = false, all = false;
@@ -60,9 +81,10 @@ int cmd_log(const Args& args) {
                      {"date", date},
                      {"dropped", was_dropped}});
     } else {
-      fmt::print("{} {:>5}  {}  {:<8} {}{}{}\n", e.commit.substr(0, 12), e.trailer("Abtrack-Run"), date,
-                 e.trailer("Abtrack-Outcome"), e.trailer("Abtrack-Cell"), was_dropped ? " [dropped]" : "",
-                 experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
+      // The code the run measured (for a revision's run, what its revision resolved to).
+      fmt::print("{} {:>5}  {}  {:<8} {}  code {}{}{}\n", e.commit.substr(0, 12), e.trailer("Abtrack-Run"), date,
+                 e.trailer("Abtrack-Outcome"), e.trailer("Abtrack-Cell"), short_code(e.trailer("Abtrack-Code")),
+                 was_dropped ? " [dropped]" : "", experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
     }
   }
   if (json) fmt::print("{}\n", out.dump(2));

@@ -304,9 +304,19 @@ int recover_journal(Context& ctx) {
       warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
       return false;
     }
-    // A measurement of code that HEAD's history does not hold (taken on another branch) is not
-    // committed here, where it would pass for a run of this code.
-    if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
+    // A revision's run measured the commit (or the work tree's snapshot) its revision named, which
+    // HEAD's history need not hold (another branch, a snapshot): its record names that code, so it
+    // is committed here like any run of the plan, once that code is in this repository. Any other
+    // run measured HEAD's code: one of code that HEAD's history does not hold was taken on another
+    // branch, and is not committed here, where it would pass for a run of this code.
+    if (!draft.cell.empty() && draft.cell.front().first == plan::kRevAxis) {
+      for (const auto* id : {&draft.code.commit, &draft.code.snapshot})
+        if (!id->empty() && ctx.repo.resolve(*id) != *id) {
+          warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
+                           where.string(), draft.label(), id->substr(0, 12)));
+          return false;
+        }
+    } else if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
       warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
                        "left in place: check out that branch and run abtrack step to commit it",
                        where.string(), draft.label(), draft.code.commit.substr(0, 12)));

@@ -58,10 +58,14 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
       // Against the user's history: abtrack's own commits (Abtrack-Experiment) are passed over,
       // so HEAD~1 means the same commit however many runs were committed since.
       auto commit = ctx.repo.resolve_in_user_history(r.spec, "Abtrack-Experiment");
+      constexpr const char* kSpecHint =
+          "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE";
+      // A spec from --rev is the command line's, not the plan file's.
+      if (!commit && o != overrides.end())
+        throw Error(Exit::usage, fmt::format("--rev {}={}: '{}' names no commit of this repository", name, r.spec, r.spec), kSpecHint);
       if (!commit)
         throw Error(Exit::usage, Location{ctx.plan_name, 0, 0},
-                    fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec),
-                    "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE");
+                    fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec), kSpecHint);
       r.code.commit = *commit;
       r.code.tree = ctx.repo.tree_without(*commit, data);
     }
@@ -273,7 +277,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev)
   p.setup = ctx.plan.build;
   p.timeout_s = ctx.plan.build_timeout_s;
   BuildExecutor executor(root / "build.pid", runner::new_measurement_id().substr(0, 16));
-  auto result = runner::run_setup(p, executor);
+  auto result = runner::run_setup(p, executor, "build");
   const fs::path log = root / "build.log";
   util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
                                            result.invocation.stdout_tail.size(), result.invocation.stdout_tail,
@@ -295,10 +299,15 @@ plan::Plan plan_for(const plan::Plan& plan, const Revision& rev) {
 }
 
 const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>& revisions, const plan::Cell& cell) {
-  if (plan.revisions.empty() || cell.values.empty()) return nullptr;
-  for (const auto& r : revisions)
-    if (r.name == cell.values.front()) return &r;  // `rev` is the first axis
-  return nullptr;
+  if (plan.revisions.empty()) return nullptr;
+  if (!cell.values.empty())
+    for (const auto& r : revisions)
+      if (r.name == cell.values.front()) return &r;  // `rev` is the first axis
+  std::vector<std::string> names;
+  for (const auto& r : revisions) names.push_back(r.name);
+  throw Error(Exit::usage,
+              fmt::format("cell {} names no revision of this invocation", cell.values.empty() ? "(no values)" : plan.label(cell)),
+              fmt::format("the revisions resolved: {}", names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep_keys, int keep_recent) {

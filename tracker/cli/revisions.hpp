@@ -62,7 +62,10 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev)
 // The plan as the revision's commands see it: rooted at the revision's code tree.
 plan::Plan plan_for(const plan::Plan& plan, const Revision& rev);
 
-// The revision of a cell (its `rev` value), or nullptr for a plan without revisions.
+// The revision of a cell (its `rev` value): never null for a plan with revisions, so callers
+// may dereference it there; nullptr only for a plan without revisions (its cells run in the work
+// tree). Throws Error(usage) when the cell's revision is not among `revisions` (a cell of
+// another plan, or a list that left it out), instead of returning null.
 const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>& revisions, const plan::Cell& cell);
 
 // What clean_trees did.

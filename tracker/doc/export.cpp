@@ -91,7 +91,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
   const bool deltas = plan.baseline.has_value();
   // An axis or metric named like one of the table's own columns (an axis `n` or `run`) gets its
   // kind after its name, so no column hides another (JSON rows are keyed by column).
-  const std::vector<std::string> own = {per_cell ? "n" : "run", "outcome", per_cell ? "runs" : "reason"};
+  const std::vector<std::string> own = {per_cell ? "n" : "run", "outcome", per_cell ? "runs" : "reason", "code"};
   auto named = [&](const std::string& name, const char* kind) {
     const bool taken = std::find(own.begin(), own.end(), name) != own.end() ||
                        std::find(t.columns.begin(), t.columns.end(), name) != t.columns.end();
@@ -114,6 +114,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
         column(m.name + " verdict");
       }
   column(per_cell ? "runs" : "reason");
+  column("code");
 
   auto cells = record::cells_with_runs(plan, records);
   if (per_cell) {
@@ -140,6 +141,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
       std::string runs;
       for (const auto* r : c.pool()) runs += (runs.empty() ? "" : " ") + std::to_string(r->run);
       row.push_back(runs);
+      row.push_back(c.latest() ? Value(c.latest()->code.short_name()) : Value());
       t.rows.push_back(std::move(row));
     }
     return t;
@@ -170,6 +172,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
         if (is_compared(compared, m)) add_delta(row, comparison, m.name, note);
     }
     row.push_back(r.data.reason);
+    row.push_back(r.code.short_name());
     t.rows.push_back(std::move(row));
   }
   return t;

@@ -35,10 +35,12 @@ struct ExportTable {
 // One row per run (ascending): run, the cell's values, outcome, each metric's median, and for
 // each compared metric (with a baseline) its Δ%, absolute Δ (only for a metric with a sample
 // <= 0) and verdict ("better (exact)" for an exact change), as the run recorded them
-// (record.comparison: against the baseline pool of its time, unadjusted), then the reason.
+// (record.comparison: against the baseline pool of its time, unadjusted), then the reason and
+// the code it measured (record::Code::short_name: "1a2b3c4d5e6f", "... +snapshot 9f8e7d6c5b4a",
+// "... +dirty"; for a revision's run, what the revision resolved to).
 // With `cells`: one row per cell of the plan (plan order): the cell's values, n, outcome
 // ("pending" without a run), pooled medians, the changes and verdict as the document shows
-// them (Holm-adjusted), and the pool's run numbers.
+// them (Holm-adjusted), the pool's run numbers and its code (empty when pending).
 ExportTable export_table(const plan::Plan& plan, const std::vector<record::Record>& records, bool cells);
 
 // The table as text: RFC 4180 CSV (quoted where needed), a markdown table (cells escaped,

@@ -54,6 +54,16 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   if (gates.empty()) gates = "- (none)\n";
   gates.pop_back();
 
+  // Where the command runs: a revision's cells run in that revision's own checkout, not here.
+  std::string where;
+  if (plan.revisions.empty())
+    where = plan.workdir.empty() ? "from the repository root" : fmt::format("from `{}` in the repository", plan.workdir);
+  else {
+    where = plan.workdir.empty() ? "from the root of" : fmt::format("from `{}` in", plan.workdir);
+    where += " its revision's own checkout of that revision's code (never your work tree)";
+    if (!util::trim(plan.build).empty()) where += ", once `build:` has built it there";
+  }
+
   kainjow::mustache::data d;
   d.set("title", plan.title);
   d.set("experiment", plan.experiment);
@@ -62,6 +72,7 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   d.set("why", or_placeholder(plan.why, "(why it might help)"));
   d.set("how", or_placeholder(plan.how, "(how it is measured)"));
   d.set("command", plan.command);
+  d.set("where", where);
   d.set("axes", fmt::format("{}", fmt::join(axes, " × ")));
   if (excluded.empty()) d.set("excluded", kainjow::mustache::data::type::bool_false);
   else d.set("excluded", fmt::format("{}", fmt::join(excluded, ", ")));

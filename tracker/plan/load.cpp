@@ -274,6 +274,8 @@ class Loader {
         warn(mark("prediction"), "the prediction is judged against the baseline, and the plan names none: it stays unjudged",
              "add baseline: {axis: value}");
       check_placeholders(plan, mark("command"), plan.command);
+      check_build_placeholders(plan, mark("build"), plan.build);
+      plan.warnings = m_warnings;
     }
     finish();
     return plan;
@@ -1015,7 +1017,30 @@ class Loader {
                        p.name, *spaced, *spaced),
            fmt::format("write {{{}...}} to split the value into words (each still shell-quoted)", p.name));
     }
-    plan.warnings = m_warnings;
+  }
+
+  // The build runs once per code tree (or, without revisions, once per invocation), never for a
+  // cell: no `{name}` in it is replaced, so each one is reported, as a command's near-miss is.
+  // `${NAME}` is the shell's and is left alone.
+  void check_build_placeholders(const Plan& plan, const Location& where, const std::string& text) {
+    auto names = axis_names(plan);
+    std::set<std::string> warned;
+    for (const auto& p : placeholders(text)) {
+      if (p.open > 0 && text[p.open - 1] == '$') continue;
+      const std::string written = fmt::format("{{{}{}}}", p.name, p.words ? kSplitSuffix : "");
+      if (!warned.insert(written).second) continue;
+      if (std::find(names.begin(), names.end(), p.name) != names.end()) {
+        warn(where, fmt::format("build has '{}', which is left as it is: the build runs once per code tree, not per cell", written),
+             "give what varies per cell to the command (or env:); the build cannot depend on an axis");
+      } else if (auto s = util::did_you_mean(p.name, names)) {
+        warn(where, fmt::format("build has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?", written, *s,
+                                p.words ? kSplitSuffix : ""),
+             "the build runs once per code tree, not per cell: no {axis} in it is replaced");
+      } else {
+        warn(where, fmt::format("build has '{}', which is not an axis and is left as it is", written),
+             "no {name} in build: is replaced (it runs once per code tree, not per cell); write ${NAME} for a shell variable");
+      }
+    }
   }
 
   std::string m_file;

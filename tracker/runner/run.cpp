@@ -99,12 +99,17 @@ std::string utc_now() {
   return buf;
 }
 
-SetupResult run_setup(const plan::Plan& plan, Executor& executor) {
+SetupResult run_setup(const plan::Plan& plan, Executor& executor, std::string_view what) {
+  std::string name(what);
+  if (name.empty()) {
+    const bool build = plan.revisions.empty() && !util::trim(plan.build).empty();
+    name = !build ? "setup" : util::trim(plan.setup) == util::trim(plan.build) ? "build" : "build or setup";
+  }
   SetupResult s;
   auto r = executor.execute(spec_for(plan, nullptr, plan.setup));
   if (r.interrupted) util::throw_if_interrupted();
   s.invocation = to_invocation(plan.setup, r);
-  s.reason = failure("setup", r, plan.timeout_s);
+  s.reason = failure(name.c_str(), r, plan.timeout_s);
   s.ok = s.reason.empty();
   return s;
 }

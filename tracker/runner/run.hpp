@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gates/gates.hpp"
@@ -87,8 +88,10 @@ struct SetupResult {
   std::string reason;  // why it failed
 };
 
-// Runs `plan.setup` (throws Interrupted on SIGINT/SIGTERM).
-SetupResult run_setup(const plan::Plan& plan, Executor& executor);
+// Runs `plan.setup` (throws Interrupted on SIGINT/SIGTERM). `what` names it in the reason
+// ("build exited with status 2"); default: "setup", or for a plan without revisions, whose
+// `build` runs as (the start of) its setup, "build" ("build or setup" when it has both).
+SetupResult run_setup(const plan::Plan& plan, Executor& executor, std::string_view what = {});
 
 // Called before each invocation: (repeat index from 0, repeats).
 using ProgressFn = std::function<void(int, int)>;

@@ -13,6 +13,7 @@ enum class Exit : int {
   run_failed = 1,   // a run failed or was invalid (it is still committed)
   usage = 2,        // usage or plan error
   environment = 3,  // not in a git repository, cannot commit, ...
+  nothing_compared = 4,  // `check`: no cell had anything to be compared with (nothing was checked)
   interrupted = 130,
 };
 
