@@ -70,6 +70,12 @@ expect_eq "$(cat .git/abtrack/trees/*/build.log | wc -l)" "$builds" "nothing was
 expect_eq "$(ls -d .git/abtrack/trees/*/ | wc -l)" "$ntrees" "no tree was written again"
 git checkout -q abtrack.yaml
 
+step "--rev measures the code it names, even when measured before"
+n=$(runs)
+expect_rc 0 ab run --rev base=HEAD~1 --rounds 1
+expect_not_contains "$ERR" "nothing to do" "--rev asks for a measurement"
+expect_eq "$(runs)" "$((n + 2))" "one round of the group"
+
 step "a changed command is new code: it runs, and never pools with the old command's runs"
 n=$(runs)
 sed -i 's|command: ./bench.sh 0|command: ./bench.sh 50|' abtrack.yaml

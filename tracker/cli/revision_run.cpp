@@ -51,9 +51,7 @@ bool pending(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
 }
 
 const Revision& revision_for(const Context& ctx, const std::vector<Revision>& revisions, const plan::Cell& cell) {
-  const Revision* r = revision_of(ctx.plan, revisions, cell);
-  if (!r) throw Error(Exit::usage, fmt::format("the cell {} names no revision of the plan", ctx.plan.label(cell)));
-  return *r;
+  return *revision_of(ctx.plan, revisions, cell);  // not null: the plan has revisions
 }
 
 }  // namespace
@@ -75,7 +73,8 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
       if (std::find(group.begin(), group.end(), *opts.only) != group.end()) todo.push_back({*opts.only});
       continue;
     }
-    if (opts.all || std::any_of(group.begin(), group.end(), needs_run))
+    // --rev asks for that code to be measured now, whatever was measured before.
+    if (opts.all || !opts.overrides.empty() || std::any_of(group.begin(), group.end(), needs_run))
       todo.push_back(std::move(group));  // the whole group: its revisions pair by round
   }
   if (opts.step && !opts.only && !todo.empty()) {

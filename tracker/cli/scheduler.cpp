@@ -55,7 +55,8 @@ std::optional<Error> EarlyStop::add(const record::Record& rec) {
     return std::nullopt;
   }
   m_done = true;
-  std::string fix = cannot_run ? "is the program built, and its path right? (commands run from the repository root, or from workdir:)"
+  std::string fix = cannot_run ? "is the program built, and its path right? (commands run from the repository root, or from workdir:; "
+                                 "with revisions: in the revision's work tree)"
                                : "fix the command (or the setup)";
   return Error(Exit::run_failed,
                fmt::format("stopped after the first {} runs, all invalid alike: {}", m_first.size(), m_first.back().data.reason),
@@ -118,8 +119,7 @@ Site site_of(const Context& ctx, const RunOptions& opts, const plan::Cell& cell,
     s.plan = ctx.plan;
     return s;
   }
-  s.rev = revision_of(ctx.plan, *opts.revisions, cell);
-  if (!s.rev) throw Error(Exit::usage, fmt::format("the cell {} names no revision of the plan", ctx.plan.label(cell)));
+  s.rev = revision_of(ctx.plan, *opts.revisions, cell);  // throws for a cell of no revision
   s.plan = plan_for(ctx.plan, *s.rev);
   if (s.rev->failed_build) s.before = &*s.rev->failed_build;
   return s;
