@@ -61,12 +61,12 @@ row=$(sed -n '/begin results/,/end results/p' AB.md | grep '^| mine |')
 expect_contains "$row" "paired ×4" "the 2 rounds of each invocation are 4 pairs, not 2 merged ones ($row)"
 
 step "the plan's prose is not code: nothing to do, nothing built, the pools stay"
-builds=$(cat .git/abtrack/trees/*/build.log | wc -l)
+builds=$(cat .git/abtrack/trees/*/code/build.log | wc -l)
 ntrees=$(ls -d .git/abtrack/trees/*/ | wc -l)
 sed -i 's/why: first words/why: second thoughts/' abtrack.yaml
 expect_rc 0 ab run
 expect_contains "$ERR" "nothing to do" "editing why: leaves every cell measured"
-expect_eq "$(cat .git/abtrack/trees/*/build.log | wc -l)" "$builds" "nothing was built again"
+expect_eq "$(cat .git/abtrack/trees/*/code/build.log | wc -l)" "$builds" "nothing was built again"
 expect_eq "$(ls -d .git/abtrack/trees/*/ | wc -l)" "$ntrees" "no tree was written again"
 git checkout -q abtrack.yaml
 
@@ -75,6 +75,18 @@ n=$(runs)
 expect_rc 0 ab run --rev base=HEAD~1 --rounds 1
 expect_not_contains "$ERR" "nothing to do" "--rev asks for a measurement"
 expect_eq "$(runs)" "$((n + 2))" "one round of the group"
+
+step "--rebuild builds again, and a build naming a path outside the repository says it is not in the key"
+echo 'echo harness' >"$WORK/harness.sh"
+sed -i "s|^build: .*|build: \"sh $WORK/harness.sh >/dev/null; echo built >> build.log\"|" abtrack.yaml
+expect_rc 0 ab run --all --rounds 1
+builds=$(cat .git/abtrack/trees/*/code/build.log | wc -l)
+expect_rc 0 ab run --all --rounds 1
+expect_contains "$ERR" "outside the repository, which is not part of what builds are cached by (--rebuild builds again)" "the cache's blind spot is named"
+expect_eq "$(cat .git/abtrack/trees/*/code/build.log | wc -l)" "$builds" "the cached builds were used"
+expect_rc 0 ab run --all --rounds 1 --rebuild
+expect_eq "$(cat .git/abtrack/trees/*/code/build.log | wc -l)" "$((builds + 2))" "--rebuild built both revisions again"
+git checkout -q abtrack.yaml
 
 step "a changed command is new code: it runs, and never pools with the old command's runs"
 n=$(runs)

@@ -34,7 +34,7 @@ const std::vector<Command>& commands() {
        "record is left alone and never committed (`abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run [--rounds R] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]...",
+      {"run", "run [--rounds R] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]... [--rebuild]",
        "step through every pending cell, one commit each",
        "Runs the setup once, then every cell without a run or whose latest run is invalid, in plan order,\n"
        "committing each run as soon as it is measured. Interrupting it (Ctrl-C) stops the running command's\n"
@@ -49,7 +49,10 @@ const std::vector<Command>& commands() {
        "  --keep-going do not stop when the first runs end invalid alike\n"
        "  --dry-run    run and print the result lines (compared with HEAD's records); commit nothing\n"
        "  --rev NAME=REV  with revisions: in the plan, measure revision NAME at REV (a branch, tag, commit,\n"
-       "               HEAD~3 or WORKTREE) for this invocation, e.g. in CI: --rev base=origin/main\n"
+       "               HEAD~3 or WORKTREE) for this invocation, e.g. in CI: --rev base=origin/main; the\n"
+       "               groups it names are measured even when that code was measured before\n"
+       "  --rebuild    with revisions: build every revision's tree again, although a build with this\n"
+       "               command succeeded there (a harness or library outside the repository changed)\n"
        "  --jobs N     run up to N cells at once (default: the plan's jobs:, or one per GPU in gpus:); each\n"
        "               running cell gets its own GPU from gpus: through CUDA_VISIBLE_DEVICES; commits stay\n"
        "               one at a time, in plan order\n"

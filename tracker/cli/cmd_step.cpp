@@ -167,7 +167,7 @@ int cmd_run(const Args& args) {
   int rounds = 1;
   bool rounds_given = false;
   std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
-  bool all = false, detach = false, retry = false, keep_going = false;
+  bool all = false, detach = false, retry = false, keep_going = false, rebuild = false;
   RunOptions opts;
   std::optional<int> jobs;
   std::optional<std::uint64_t> seed;
@@ -195,13 +195,15 @@ int cmd_run(const Args& args) {
       all = true;
     } else if (args.rest[i] == "--retry") {
       retry = true;
+    } else if (args.rest[i] == "--rebuild") {
+      rebuild = true;
     } else if (args.rest[i] == "--keep-going") {
       keep_going = true;
     } else if (args.rest[i] == "--dry-run") {
       opts.dry_run = true;
     } else {
       unknown_argument("run", args.rest[i],
-                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run", "--rev"});
+                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run", "--rev", "--rebuild"});
     }
   }
   opts.early_stop = !keep_going;
@@ -217,6 +219,7 @@ int cmd_run(const Args& args) {
     revision_opts.seed = seed;
     revision_opts.all = all;
     revision_opts.retry = retry;
+    revision_opts.rebuild = rebuild;
     revision_opts.run = opts;
     if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
       preflight(ctx);
@@ -224,6 +227,9 @@ int cmd_run(const Args& args) {
     }
     return run_revisions(ctx, args.global, revision_opts);
   }
+  if (rebuild)
+    throw Error(Exit::usage, "--rebuild is for a plan with revisions: (it builds each revision's tree again)",
+                "without revisions:, the plan's build: runs before the cells at every run");
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
   if (detach && !slurm)
     throw Error(Exit::usage, "--detach needs executor: slurm in the plan", "without Slurm, `abtrack run` runs the cells here and waits");

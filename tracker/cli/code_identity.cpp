@@ -100,13 +100,8 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
     // under a run commit leaves the trailer naming code HEAD no longer has.
     const std::vector<std::string> data{std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)};
     if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
-        ctx.repo.same_tree_except(head->commit, named.substr(0, 40), data)) {
+        ctx.repo.same_tree_except(head->commit, named.substr(0, 40), data))
       code.commit = named.substr(0, 40);
-    } else if (!head->trailer("Abtrack-Experiment").empty()) {
-      // Another of abtrack's commits (init, drop, bisect, a revision's run): the user's commit below.
-      auto user = ctx.repo.resolve_in_user_history(head->commit, "Abtrack-Experiment");
-      if (user && ctx.repo.same_tree_except(head->commit, *user, data)) code.commit = *user;
-    }
   }
   // (outputs of the previous cell were noted when its run was drafted)
   const gitstore::PathSet data = data_paths(ctx);

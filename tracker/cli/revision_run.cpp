@@ -94,7 +94,7 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
     if (std::any_of(todo.begin(), todo.end(), [&](const auto& group) {
           return std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) { return c.values.front() == r.name; });
         }))
-      prepare_revision(ctx, g, r);
+      prepare_revision(ctx, g, r, opts.rebuild);
   const int rounds = opts.only || opts.step ? 1 : opts.rounds > 0 ? opts.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 10;
   const std::uint64_t seed = opts.seed.value_or(std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32));
   std::mt19937_64 rng(seed);

@@ -19,6 +19,7 @@ struct RevisionRunOptions {
   int rounds = 0;                                // 0: the plan's `rounds:`, else 10
   std::optional<std::uint64_t> seed;             // shuffles the order of the groups in each round
   bool all = false;                              // every cell, not only those without a run on their code (--rev implies it)
+  bool rebuild = false;                          // build every revision again (--rebuild)
   bool retry = false;                            // also the cells whose latest run on their code failed a gate
   std::optional<plan::Cell> only;                // `step --cell`: this cell alone, once
   bool step = false;                             // `step`: one run of the first cell without one

@@ -210,7 +210,25 @@ const std::string& commit_of(const record::Code& code) { return code.snapshot.em
 
 }  // namespace
 
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev) {
+namespace {
+
+// The first absolute path in a command that lies outside the repository ("/home/me/harness.sh"),
+// if any: what it reads can change without the code tree changing.
+std::optional<std::string> path_outside(const Context& ctx, const std::string& command) {
+  for (auto word : util::split(command, ' ')) {
+    std::string w(util::trim(word));
+    while (!w.empty() && (w.front() == '\'' || w.front() == '"')) w.erase(0, 1);
+    while (!w.empty() && (w.back() == '\'' || w.back() == '"' || w.back() == ';')) w.pop_back();
+    if (!w.starts_with('/')) continue;
+    auto rel = fs::path(w).lexically_normal().lexically_relative(ctx.repo.workdir()).generic_string();
+    if (rel.empty() || rel.starts_with("..")) return w;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild) {
   const fs::path trees = ctx.repo.state_dir() / "trees";
   const fs::path root = trees / rev.key;
   fs::create_directories(trees);
@@ -270,7 +288,13 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev)
   };
   if (util::trim(ctx.plan.build).empty()) return check_workdir(false);
   const fs::path ok = root / "build.ok";
-  if (fs::exists(ok, ec)) return check_workdir(true);  // built before: the cache
+  if (!rebuild && fs::exists(ok, ec)) {  // built before: the cache
+    if (auto outside = path_outside(ctx, ctx.plan.build))
+      info(g, fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
+                          "part of what builds are cached by (--rebuild builds again)",
+                          rev.name, *outside));
+    return check_workdir(true);
+  }
   info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
   plan::Plan p = plan_for(ctx.plan, rev);
   p.workdir.clear();  // the build runs at the tree's root

@@ -56,8 +56,9 @@ std::string tree_key(const std::string& tree, const std::string& build);
 // a killed abtrack left running is stopped first. A failing build (or a workdir: missing from
 // the revision's tree) is kept in `failed_build` with its log under <key>/; it does not throw.
 // Throws Error(environment) for a tree it cannot make (a submodule no local copy provides),
-// Interrupted on SIGINT/SIGTERM.
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev);
+// Interrupted on SIGINT/SIGTERM. `rebuild`: build again even when a build succeeded before
+// (what the cache key cannot see changed: a harness or library outside the repository).
+void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild = false);
 
 // The plan as the revision's commands see it: rooted at the revision's code tree.
 plan::Plan plan_for(const plan::Plan& plan, const Revision& rev);
