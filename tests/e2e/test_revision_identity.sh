@@ -48,9 +48,15 @@ base_run=$(grep -l '"rev": "base"' runs/ident/*.json | head -1)
 expect_eq "$(json "$base_run" 'd["code"]["commit"]')" "$c2" "base: HEAD~1 resolved to the commit before the plan's"
 expect_eq "$(json "$base_run" 'd["code"]["revision"]')" "HEAD~1" "the record says what the name was"
 expect_match "$(json "$base_run" 'd["code"]["recipe"]')" '^[0-9a-f]{16}$' "the record has the recipe"
+expect_eq "$(json "$base_run" 'd["build"]["command"]')" "echo built >> build.log" "the record names the build it measured"
+expect_eq "$(json "$base_run" 'd["build"]["log"].startswith(".git/abtrack/trees/") and d["build"]["log"].endswith("/build.log")')" true "and its log"
+if command -v cc >/dev/null; then
+  expect_contains "$(json "$base_run" 'd["build"]["toolchain"]')" "cc: " "and the compiler on the build's PATH"
+fi
 expect_rc 0 ab run --all --seed 1
 last_base=$(ls runs/ident/*.json | tail -2 | xargs grep -l '"rev": "base"')
 expect_eq "$(json "$last_base" 'd["code"]["commit"]')" "$c2" "after 4 run commits HEAD~1 still names the same commit"
+expect_eq "$(json "$last_base" 'd["build"]["finished"]')" "$(json "$base_run" 'd["build"]["finished"]')" "a cached build is named: the same build"
 expect_contains "$ERR" "revision base = HEAD~1 (${c2:0:12})" "the run says what the name resolved to"
 
 step "a batch id is unique per invocation, whatever the seed"

@@ -170,7 +170,7 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
   return line;
 }
 
-record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code, const std::filesystem::path* root) {
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code, const Revision* rev) {
   const runner::Environment& env = runner::environment();
   record::Record rec;
   rec.experiment = ctx.plan.experiment;
@@ -183,11 +183,12 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
-  rec.artifacts = hash_artifacts(ctx, run.cell, root ? *root : ctx.repo.workdir());
+  rec.artifacts = hash_artifacts(ctx, run.cell, rev ? rev->dir : ctx.repo.workdir());
+  if (rev && rev->build) rec.build = *rev->build;
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
   // is the user's, never an output.
-  if (run.source == "command" && !root) note_outputs(ctx, &run.cell);
+  if (run.source == "command" && !rev) note_outputs(ctx, &run.cell);
   return rec;
 }
 

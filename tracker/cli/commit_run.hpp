@@ -4,6 +4,7 @@
 
 #include "cli/code_identity.hpp"
 #include "cli/context.hpp"
+#include "cli/revisions.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 
@@ -16,10 +17,10 @@ namespace abtrack::cli {
 bool preflight(const Context& ctx);
 
 
-// The record of a measured run before it has a number (run 0): what the journal keeps. `root`:
-// where the run's artifacts are (a revision's code tree); default: the work tree.
-record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code,
-                            const std::filesystem::path* root = nullptr);
+// The record of a measured run before it has a number (run 0): what the journal keeps. `rev`:
+// the revision whose tree the run ran in (its artifacts are there, its build goes into the
+// record); default: the work tree.
+record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code, const Revision* rev = nullptr);
 
 // Commits a draft as the next run of the experiment: the record and the re-rendered document,
 // one commit, with the trailers of the contract. Returns the committed record.

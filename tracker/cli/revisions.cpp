@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/code_identity.hpp"
 #include "util/files.hpp"
@@ -226,6 +227,45 @@ std::optional<std::string> path_outside(const Context& ctx, const std::string& c
   return std::nullopt;
 }
 
+// The compilers on the build's PATH, one line each ("cc: gcc (Debian 12.2.0-14) 12.2.0"): what a
+// build that names no other compiler uses. Empty when none answers.
+std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path& dir) {
+  util::ProcessSpec spec;
+  spec.shell_command =
+      "for c in cc c++ nvcc; do command -v \"$c\" >/dev/null 2>&1 || continue; "
+      "v=$(\"$c\" --version 2>/dev/null | grep -m1 -i -E 'release|[0-9]+[.][0-9]+'); [ -n \"$v\" ] && echo \"$c: $v\"; done; true";
+  spec.workdir = dir;
+  spec.env = plan.env;
+  spec.timeout_s = 30;
+  std::vector<std::string> out;
+  try {
+    auto r = util::run_process(spec);
+    for (auto line : util::split(r.out, '\n'))
+      if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
+  } catch (const Error& e) {
+    warn("could not ask the build's compilers for their versions: " + e.diagnostics().front().message);
+  }
+  return out;
+}
+
+// A build as build.json keeps it beside the tree (nullopt when missing or unreadable: a tree
+// built before it existed).
+std::optional<record::Build> read_build(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::nullopt;
+  auto j = nlohmann::json::parse(util::read_file(file), nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  record::Build b;
+  b.command = j.value("command", "");
+  b.seconds = j.value("seconds", 0.0);
+  b.finished = j.value("finished", "");
+  b.log = j.value("log", "");
+  if (j.contains("toolchain") && j["toolchain"].is_array())
+    for (const auto& t : j["toolchain"])
+      if (t.is_string()) b.toolchain.push_back(t);
+  return b;
+}
+
 }  // namespace
 
 void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild) {
@@ -289,6 +329,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (util::trim(ctx.plan.build).empty()) return check_workdir(false);
   const fs::path ok = root / "build.ok";
   if (!rebuild && fs::exists(ok, ec)) {  // built before: the cache
+    rev.build = read_build(root / "build.json");
     if (auto outside = path_outside(ctx, ctx.plan.build))
       info(g, fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
                           "part of what builds are cached by (--rebuild builds again)",
@@ -308,6 +349,14 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
                                            result.invocation.stderr_tail));
   rev.built = true;
   if (result.ok) {
+    record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log), probe_toolchain(p, rev.dir)};
+    util::write_file_atomic(root / "build.json", nlohmann::json{{"command", b.command},
+                                                                {"seconds", b.seconds},
+                                                                {"finished", b.finished},
+                                                                {"log", b.log},
+                                                                {"toolchain", b.toolchain}}
+                                                     .dump(2) + "\n");
+    rev.build = std::move(b);
     util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
     return check_workdir(true);
   }

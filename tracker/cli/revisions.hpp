@@ -32,6 +32,7 @@ struct Revision {
   // runs of this revision are invalid with it).
   std::optional<runner::SetupResult> failed_build;
   bool built = false;  // built by this invocation (false: the cached build was used)
+  std::optional<record::Build> build;  // the successful build its runs measure (none: no build:)
   // Taken by prepare_revision and held (shared) for as long as this Revision or a copy lives:
   // `abtrack clean` leaves a tree in use alone.
   std::shared_ptr<util::FileLock> in_use;

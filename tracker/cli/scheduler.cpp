@@ -171,7 +171,7 @@ void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pai
                                                  ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
     }
     bar.cell_measured();
-    auto draft = draft_record(ctx, run, code, site.rev ? &site.rev->dir : nullptr);
+    auto draft = draft_record(ctx, run, code, site.rev);
     auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, draft);
     const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
     if (opts.results_to_stderr) info(g, line);
@@ -301,7 +301,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
     auto& slot = slots[f.index];
     slot.done = true;
     if (f.run) {
-      slot.draft = draft_record(ctx, *f.run, slot.code, slot.site->rev ? &slot.site->rev->dir : nullptr);
+      slot.draft = draft_record(ctx, *f.run, slot.code, slot.site->rev);
       if (!opts.dry_run && opts.commit) slot.journal = journal_run(ctx, *slot.draft);
     } else {
       stop = true;

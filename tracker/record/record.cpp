@@ -287,11 +287,18 @@ std::string to_json(const Record& r) {
                          {"tree", r.code.tree.empty() ? ojson(nullptr) : ojson(r.code.tree)},
                          {"recipe", r.code.recipe.empty() ? ojson(nullptr) : ojson(r.code.recipe)},
                          {"revision", r.code.revision.empty() ? ojson(nullptr) : ojson(r.code.revision)}}},
+          {"build", r.build ? ojson{{"command", r.build->command},
+                                    {"seconds", r.build->seconds},
+                                    {"finished", r.build->finished},
+                                    {"log", r.build->log},
+                                    {"toolchain", r.build->toolchain}}
+                            : ojson(nullptr)},
           {"doc", r.doc.empty() ? ojson(nullptr) : ojson(r.doc)},
           {"env", env},
           {"artifacts", artifacts},
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
           {"plan_sha256", r.plan_sha256}};
+  if (!r.build) j.erase("build");  // a plan with revisions only
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -355,6 +362,18 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (code.contains("recipe") && code["recipe"].is_string()) r.code.recipe = code["recipe"];
     if (code.contains("revision") && code["revision"].is_string()) r.code.revision = code["revision"];
     if (j.contains("doc") && j["doc"].is_string()) r.doc = j["doc"];
+    if (j.contains("build") && j["build"].is_object()) {
+      const auto& b = j["build"];
+      Build build;
+      build.command = b.value("command", "");
+      build.seconds = b.value("seconds", 0.0);
+      build.finished = b.value("finished", "");
+      build.log = b.value("log", "");
+      if (b.contains("toolchain") && b["toolchain"].is_array())
+        for (const auto& t : b["toolchain"])
+          if (t.is_string()) build.toolchain.push_back(t);
+      r.build = std::move(build);
+    }
     if (j.contains("env") && j["env"].is_object()) {
       const auto& e = j["env"];
       r.env.host = e.value("host", "");

@@ -72,6 +72,17 @@ struct Comparison {
   std::vector<std::string> notes;         // metrics that could not be compared, and why
 };
 
+// How a revision's code was built (a plan with revisions): the build a run measured.
+struct Build {
+  std::string command;
+  double seconds = 0;    // how long it took
+  std::string finished;  // UTC ISO-8601
+  std::string log;       // its log, repo-relative (.git/abtrack/trees/<key>/build.log)
+  // "cc: gcc (Debian 12.2.0-14) 12.2.0", ...: the compilers on the build's PATH (cc, c++, nvcc)
+  // when it ran, which is what a build that names no other compiler uses.
+  std::vector<std::string> toolchain;
+};
+
 using CellValues = std::vector<std::pair<std::string, std::string>>;
 
 // A file the plan's `artifacts:` names, as it was after the run.
@@ -93,6 +104,7 @@ struct Record {
   std::string abtrack_version;
   std::string doc;  // the plan's document (repo-relative) when the run was made: data, not code
   util::HeapOptional<Comparison> comparison;  // on the heap: most records in memory have none
+  util::HeapOptional<Build> build;            // a revision's build; none without revisions
   // How the plan reads each metric; when set, the record lists metrics in this order with
   // their source, unit and direction (not read back from JSON).
   std::vector<plan::Metric> metric_specs;
