@@ -97,6 +97,29 @@ expect_rc 0 ab run --all
 expect_not_contains "$ERR" "add to .gitignore" "known outputs are not warned about again"
 expect_eq "$(git status --porcelain | grep -v '^?? out-' | wc -l | tr -d ' ')" 0 "git status shows only the outputs"
 
+step "a file written once stays code: the user may have made it while the run went on"
+new_repo race
+cat >abtrack.yaml <<EOF2
+experiment: race
+doc: AB.md
+axes: {n: [1]}
+command: "[ -e $REPO/config.h ] || echo '#define FAST 1' > $REPO/config.h; head -c 1000 /dev/urandom > log.bin; echo '{\\"t\\": [1, 2, 3]}'"
+metrics:
+  t: {json: t, better: lower}
+EOF2
+expect_rc 0 ab init
+expect_rc 0 ab run --rounds 3 --seed 1
+expect_eq "$(json runs/race/0001.json 'd["code"]["dirty"]')" false "run 1: the file did not exist yet"
+expect_eq "$(json runs/race/0002.json 'd["code"]["dirty"]')" true "run 2: the file made during run 1 is code"
+[ "$(tree_of runs/race/0002.json)" != "$(tree_of runs/race/0001.json)" ] && pass_check ||
+  fail "runs made after the file appeared are on other code than run 1"
+expect_eq "$(tree_of runs/race/0003.json)" "$(tree_of runs/race/0002.json)" "runs 2 and 3: one code"
+expect_contains "$(git show "$(json runs/race/0003.json 'd["code"]["snapshot"]'):config.h")" "FAST" "the snapshot holds the file"
+expect_not_contains .git/abtrack/outputs "config.h" "the file written once is not an output"
+expect_contains .git/abtrack/outputs "log.bin" "the file written in every run is"
+expect_contains "$ERR" "/log.bin" "the .gitignore line names the output"
+expect_rc 0 ab verify
+
 step "declared outputs (metric file:) are not code either, even when committed"
 new_repo declared
 cat >abtrack.yaml <<'EOF2'

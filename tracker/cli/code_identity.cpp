@@ -153,8 +153,27 @@ bool by_version(const gitstore::UntrackedFile& a, const gitstore::UntrackedFile&
 
 void watch_outputs(const Context& ctx) { ctx.untracked_seen = ctx.repo.untracked({std::string(plan::kRunsFolder)}); }
 
-void note_outputs(const Context& ctx, const plan::Cell* cell) {
-  if (!ctx.untracked_seen) return;
+namespace {
+
+fs::path candidates_file(const Context& ctx) { return ctx.repo.state_dir() / "output-candidates"; }
+
+// The files written once so far, as "path<TAB>pattern" lines (the pattern: the path with the
+// values of the cell that wrote it starred).
+std::vector<std::pair<std::string, std::string>> read_candidates(const Context& ctx) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  if (!fs::exists(candidates_file(ctx), ec)) return out;
+  for (auto line : util::split(util::read_file(candidates_file(ctx)), '\n')) {
+    auto tab = line.find('\t');
+    if (tab != std::string_view::npos) out.emplace_back(std::string(line.substr(0, tab)), std::string(line.substr(tab + 1)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell) {
+  if (!ctx.untracked_seen) return {};
   auto now = ctx.repo.untracked({std::string(plan::kRunsFolder)});
   std::vector<std::string> fresh;
   for (const auto& f : now)
@@ -162,26 +181,62 @@ void note_outputs(const Context& ctx, const plan::Cell* cell) {
   ctx.untracked_seen = std::move(now);
   auto seen = seen_outputs(ctx);
   std::erase_if(fresh, [&](const std::string& p) { return std::find(seen.begin(), seen.end(), p) != seen.end(); });
-  if (fresh.empty()) return;
+  if (fresh.empty()) return {};
+  // Written once, a file may as well be the user's (created while the command ran): it stays code.
+  // Written again by a later run (itself, or a file of the same pattern for another cell), it is
+  // the commands' output.
+  auto candidates = read_candidates(ctx);
+  std::vector<std::string> confirmed;
+  for (const auto& p : fresh) {
+    const std::string pattern = cell ? with_values_starred(p, *cell) : p;
+    bool again = false;
+    for (const auto& [path, pat] : candidates) again = again || path == p || pat == pattern;
+    if (!again) {
+      candidates.emplace_back(p, pattern);
+      continue;
+    }
+    confirmed.push_back(p);
+    for (const auto& [path, pat] : candidates)
+      if ((path == p || pat == pattern) && std::find(confirmed.begin(), confirmed.end(), path) == confirmed.end())
+        confirmed.push_back(path);
+  }
+  std::erase_if(candidates, [&](const auto& c) { return std::find(confirmed.begin(), confirmed.end(), c.first) != confirmed.end(); });
   std::string text;
+  for (const auto& [path, pat] : candidates) text += path + "\t" + pat + "\n";
+  util::write_file_atomic(candidates_file(ctx), text);
+  if (confirmed.empty()) return {};
+  text.clear();
   for (const auto& p : seen) text += p + "\n";
-  for (const auto& p : fresh) text += p + "\n";
+  for (const auto& p : confirmed) text += p + "\n";
   util::write_file_atomic(outputs_file(ctx), text);
   // The .gitignore lines: the cell's values in a file name become '*' (out-8.json -> out-*.json).
   std::set<std::string> lines;
-  for (const auto& p : fresh) {
-    lines.insert("/" + (cell ? with_values_starred(p, *cell) : p));
-  }
+  for (const auto& p : confirmed) lines.insert("/" + (cell ? with_values_starred(p, *cell) : p));
   // Once an invocation: outputs of the other cells that the same lines cover go in silently.
   static std::set<std::string> warned;
-  if (std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) return;
-  warned.insert(lines.begin(), lines.end());
-  std::vector<std::string> named(fresh.begin(), fresh.begin() + std::min<std::size_t>(fresh.size(), 5));
-  warn(fmt::format("the commands wrote untracked files ({}{}): abtrack counts them as outputs, not code (they stay out of "
-                   "snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of `git status`, "
-                   "add to .gitignore:\n  {}",
-                   fmt::join(named, ", "), fresh.size() > named.size() ? fmt::format(" and {} more", fresh.size() - named.size()) : "",
-                   fmt::join(lines, "\n  ")));
+  if (!std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) {
+    warned.insert(lines.begin(), lines.end());
+    std::vector<std::string> named(confirmed.begin(), confirmed.begin() + std::min<std::size_t>(confirmed.size(), 5));
+    warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
+                     "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
+                     "`git status`, add to .gitignore:\n  {}",
+                     fmt::join(named, ", "),
+                     confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
+                     fmt::join(lines, "\n  ")));
+  }
+  return confirmed;
+}
+
+record::Code without_outputs(const Context& ctx, record::Code code) {
+  if (!code.dirty || code.snapshot.empty()) return code;
+  const gitstore::PathSet data = data_paths(ctx);
+  code.tree = ctx.repo.tree_without(code.snapshot, data);
+  // The snapshot differed from its commit only in what are now outputs: the code is the commit's.
+  if (code.tree == ctx.repo.tree_without(code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data)) {
+    code.dirty = false;
+    code.snapshot.clear();
+  }
+  return code;
 }
 
 }  // namespace abtrack::cli

@@ -1,8 +1,9 @@
 #pragma once
 // Which code a run measures. Code is the repository's content without abtrack's data (runs/,
-// the experiments' documents and plots) and without what the commands produce (the plan's
-// `artifacts:` and metric `file:` paths, and the untracked files that appear while abtrack's
-// commands run). Two runs on byte-identical code share a pool whatever commits lie between them.
+// the experiments' documents and plots, the plan file) and without what the commands produce
+// (the plan's `artifacts:` and metric `file:` paths, and the untracked files the commands wrote
+// in two runs). Two runs on byte-identical code (run alike: record::Code::recipe) share a pool
+// whatever commits lie between them.
 #include <optional>
 
 #include "cli/context.hpp"
@@ -26,10 +27,17 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty = std::
 // of this invocation runs (called by the preflight).
 void watch_outputs(const Context& ctx);
 
-// The untracked files created or changed since watch_outputs (or the last call) are outputs:
-// added to .git/abtrack/outputs, with one warning naming them and the .gitignore lines that
-// would keep them out of `git status`. `cell`: the cell whose values become '*' in those lines.
-// Does nothing unless watch_outputs was called.
-void note_outputs(const Context& ctx, const plan::Cell* cell);
+// The untracked files created or changed since watch_outputs (or the last call), each while a
+// command ran: written once, a file stays code (it may be the user's, made meanwhile); written
+// again by a later run (the same file, or one of the same name with another cell's values) it is
+// an output: added to .git/abtrack/outputs, with one warning naming it and the .gitignore lines
+// that would keep it out of `git status`. `cell`: the cell whose values become '*' in those
+// patterns and lines. Returns the files that became outputs. Does nothing unless watch_outputs
+// was called.
+std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell);
+
+// `code` (taken before a run) without the files that became outputs during it: the snapshot's
+// tree without the data paths as they are now, and no snapshot at all when only outputs made it.
+record::Code without_outputs(const Context& ctx, record::Code code);
 
 }  // namespace abtrack::cli

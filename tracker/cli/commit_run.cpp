@@ -188,7 +188,8 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
   // is the user's, never an output.
-  if (run.source == "command" && !rev) note_outputs(ctx, &run.cell);
+  if (run.source == "command" && !rev)
+    if (!note_outputs(ctx, &run.cell).empty()) rec.code = without_outputs(ctx, rec.code);
   return rec;
 }
 
