@@ -50,10 +50,6 @@ bool pending(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
   return retry && latest->data.outcome == runner::Outcome::fail;
 }
 
-const Revision& revision_for(const Context& ctx, const std::vector<Revision>& revisions, const plan::Cell& cell) {
-  return *revision_of(ctx.plan, revisions, cell);  // not null: the plan has revisions
-}
-
 }  // namespace
 
 int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts) {
@@ -65,7 +61,8 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   auto revisions = resolve_revisions(ctx, opts.overrides);
   auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   const auto cells = record::cells_with_runs(ctx.plan, records);
-  auto needs_run = [&](const plan::Cell& c) { return pending(ctx.plan, cells, c, revision_for(ctx, revisions, c), opts.retry); };
+  // revision_of is never null here: the plan has revisions.
+  auto needs_run = [&](const plan::Cell& c) { return pending(ctx.plan, cells, c, *revision_of(ctx.plan, revisions, c), opts.retry); };
   std::vector<std::vector<plan::Cell>> todo;
   if (opts.group) todo.push_back(*opts.group);
   else for (auto& group : revision_groups(ctx.plan)) {

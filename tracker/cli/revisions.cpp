@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/code_identity.hpp"
 #include "util/files.hpp"
@@ -209,10 +208,6 @@ class BuildExecutor final : public runner::Executor {
 // The commit a revision's work tree checks out: the snapshot of the work tree, else the commit.
 const std::string& commit_of(const record::Code& code) { return code.snapshot.empty() ? code.commit : code.snapshot; }
 
-}  // namespace
-
-namespace {
-
 // The first absolute path in a command that lies outside the repository ("/home/me/harness.sh"),
 // if any: what it reads can change without the code tree changing.
 std::optional<std::string> path_outside(const Context& ctx, const std::string& command) {
@@ -253,17 +248,7 @@ std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path&
 std::optional<record::Build> read_build(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
-  auto j = nlohmann::json::parse(util::read_file(file), nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  record::Build b;
-  b.command = j.value("command", "");
-  b.seconds = j.value("seconds", 0.0);
-  b.finished = j.value("finished", "");
-  b.log = j.value("log", "");
-  if (j.contains("toolchain") && j["toolchain"].is_array())
-    for (const auto& t : j["toolchain"])
-      if (t.is_string()) b.toolchain.push_back(t);
-  return b;
+  return record::parse_build(util::read_file(file));
 }
 
 }  // namespace
@@ -350,12 +335,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   rev.built = true;
   if (result.ok) {
     record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log), probe_toolchain(p, rev.dir)};
-    util::write_file_atomic(root / "build.json", nlohmann::json{{"command", b.command},
-                                                                {"seconds", b.seconds},
-                                                                {"finished", b.finished},
-                                                                {"log", b.log},
-                                                                {"toolchain", b.toolchain}}
-                                                     .dump(2) + "\n");
+    util::write_file_atomic(root / "build.json", record::build_to_json(b));
     rev.build = std::move(b);
     util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
     return check_workdir(true);

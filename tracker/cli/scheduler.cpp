@@ -80,7 +80,7 @@ record::Record compared_with_head(const Context& ctx, record::Record draft) {
 std::string dry_result_line(const plan::Plan& plan, const record::Record& rec) {
   std::string line = result_line(plan, rec);
   // A draft (run 0) reads "measured x=1: ..." (result_line).
-  for (const std::string prefix : {fmt::format("run {} ", rec.run), std::string("measured ")})
+  for (const std::string& prefix : {fmt::format("run {} ", rec.run), std::string("measured ")})
     if (line.starts_with(prefix)) return "dry run " + line.substr(prefix.size());
   return line;
 }

@@ -192,6 +192,34 @@ std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& va
   return c;
 }
 
+namespace {
+
+ojson build_json(const Build& b) {
+  return ojson{{"command", b.command}, {"seconds", b.seconds}, {"finished", b.finished}, {"log", b.log}, {"toolchain", b.toolchain}};
+}
+
+Build build_of(const ojson& j) {
+  Build b;
+  b.command = j.value("command", "");
+  b.seconds = j.value("seconds", 0.0);
+  b.finished = j.value("finished", "");
+  b.log = j.value("log", "");
+  if (j.contains("toolchain") && j["toolchain"].is_array())
+    for (const auto& t : j["toolchain"])
+      if (t.is_string()) b.toolchain.push_back(t);
+  return b;
+}
+
+}  // namespace
+
+std::string build_to_json(const Build& b) { return build_json(b).dump(2) + "\n"; }
+
+std::optional<Build> parse_build(std::string_view text) {
+  auto j = ojson::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return build_of(j);
+}
+
 std::string to_json(const Record& r) {
   ojson cell = ojson::object();
   for (const auto& [k, v] : r.cell) cell[k] = scalar(v);
@@ -287,12 +315,7 @@ std::string to_json(const Record& r) {
                          {"tree", r.code.tree.empty() ? ojson(nullptr) : ojson(r.code.tree)},
                          {"recipe", r.code.recipe.empty() ? ojson(nullptr) : ojson(r.code.recipe)},
                          {"revision", r.code.revision.empty() ? ojson(nullptr) : ojson(r.code.revision)}}},
-          {"build", r.build ? ojson{{"command", r.build->command},
-                                    {"seconds", r.build->seconds},
-                                    {"finished", r.build->finished},
-                                    {"log", r.build->log},
-                                    {"toolchain", r.build->toolchain}}
-                            : ojson(nullptr)},
+          {"build", r.build ? build_json(*r.build) : ojson(nullptr)},
           {"doc", r.doc.empty() ? ojson(nullptr) : ojson(r.doc)},
           {"env", env},
           {"artifacts", artifacts},
@@ -362,18 +385,7 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (code.contains("recipe") && code["recipe"].is_string()) r.code.recipe = code["recipe"];
     if (code.contains("revision") && code["revision"].is_string()) r.code.revision = code["revision"];
     if (j.contains("doc") && j["doc"].is_string()) r.doc = j["doc"];
-    if (j.contains("build") && j["build"].is_object()) {
-      const auto& b = j["build"];
-      Build build;
-      build.command = b.value("command", "");
-      build.seconds = b.value("seconds", 0.0);
-      build.finished = b.value("finished", "");
-      build.log = b.value("log", "");
-      if (b.contains("toolchain") && b["toolchain"].is_array())
-        for (const auto& t : b["toolchain"])
-          if (t.is_string()) build.toolchain.push_back(t);
-      r.build = std::move(build);
-    }
+    if (j.contains("build") && j["build"].is_object()) r.build = build_of(j["build"]);
     if (j.contains("env") && j["env"].is_object()) {
       const auto& e = j["env"];
       r.env.host = e.value("host", "");

@@ -123,6 +123,10 @@ std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& va
 
 // Serialises a record as pretty JSON with a final newline.
 std::string to_json(const Record& r);
+// A build as the record's `build` object, alone (kept beside a revision's tree), and back;
+// nullopt for text that is not a JSON object.
+std::string build_to_json(const Build& b);
+std::optional<Build> parse_build(std::string_view text);
 
 // Parses a record. `name` is used in messages. Throws Error(environment) naming the file
 // when the JSON is malformed or lacks a required field.
