@@ -137,6 +137,16 @@ expect_eq "$(json "$last" 'd["placement"]["gpu"]')" "7" "the run's placement nam
 expect_match "$(json "$last" 'd["metrics"]["t"]')" "(97|127)\." "the command saw CUDA_VISIBLE_DEVICES=7 (t = speed + 7)"
 git checkout -q abtrack.yaml
 
+step "--retry runs the groups whose latest run on their code failed a gate"
+printf 'gates:\n  - t <= 1\n' >>abtrack.yaml
+expect_rc 1 ab run --all --rounds 1
+n=$(runs)
+expect_rc 0 ab run
+expect_contains "$ERR" "nothing to do" "a failed gate is a valid run: nothing pending"
+expect_rc 1 ab run --retry --rounds 1
+expect_eq "$(runs)" "$((n + 2))" "--retry measured the failing group again"
+git checkout -q abtrack.yaml
+
 step "run --dry-run and step --no-commit measure revisions and commit nothing"
 head=$(git rev-parse HEAD)
 expect_rc 0 ab run --dry-run --all --rounds 1
