@@ -47,11 +47,9 @@ Verdict decide_exact(double change, bool absolute, const CompareOptions& options
 // The verdict of a comparison with the p-value it uses now (decisive_p).
 Verdict redecide(const Comparison& c) {
   if (c.exact) return c.verdict;
-  // A paired comparison's floor (2 / 2^pairs, in min_p) is above its pooled samples' floor;
-  // decide() with no samples checks the options and says inconclusive.
-  if (c.analysis == "paired" && c.min_p >= c.options.alpha) {
-    return decide(std::nullopt, c.delta_ci_pct, 0, 0, c.options);
-  }
+  // A paired comparison's floor is its own (min_p: 0 with an interval, 1 without), not its
+  // pooled samples'.
+  if (c.analysis == "paired") return decide_above_floor(c.decisive_p(), c.delta_ci_pct, c.min_p, c.options);
   if (!c.absolute) return decide(c.decisive_p(), c.delta_ci_pct, c.n_a, c.n_b, c.options);
   // An absolute change has no relative min_effect: the CI is judged against 0.
   CompareOptions o = c.options;
@@ -106,8 +104,12 @@ void check_options(const CompareOptions& options) {
 
 Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t n_a, std::size_t n_b,
                const CompareOptions& options) {
+  return decide_above_floor(p_value, delta_ci_pct, min_p_value(n_a, n_b), options);
+}
+
+Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p, const CompareOptions& options) {
   check_options(options);
-  if (min_p_value(n_a, n_b) >= options.alpha) return Verdict::inconclusive;
+  if (min_p >= options.alpha) return Verdict::inconclusive;
   const double delta = options.min_effect * 100;  // the CI is in percent
   const bool below = delta_ci_pct.hi < -delta;     // the whole CI is a decrease beyond delta
   const bool above = delta_ci_pct.lo > delta;      // the whole CI is an increase beyond delta

@@ -1,6 +1,7 @@
 #pragma once
 // The top-level A/B comparison: medians, CIs, the U test, the change and the verdict.
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,9 @@ struct CompareOptions {
   Better better = Better::lower;
   double alpha = 0.05;         // significance level; CIs are at 1 - alpha
   double min_effect = 0.005;   // delta, as a fraction (0.005 = 0.5%)
+  // Paired comparisons of a `rounds: auto` design: the interval is an anytime-valid confidence
+  // sequence and the p-value anytime-valid (stats/paired.hpp), so stopping when decided is sound.
+  bool sequential = false;
 };
 
 // Checks 0 < alpha < 1 and 0 <= min_effect < 1 (finite).
@@ -70,9 +74,16 @@ struct Comparison {
   CompareOptions options;             // the options the verdict was decided with
   std::vector<std::string> notes;     // why a number is missing or a verdict is weak, for the user
   // "unpaired" (compare) or "paired" (compare_paired, stats/paired.hpp: the same rounds of one
-  // invocation, paired by round; then p_value is the signed-rank test's, min_p = 2 / 2^pairs).
+  // invocation, paired by round; then min_p is 0 when there is an interval, else 1).
   std::string analysis = "unpaired";
   std::size_t pairs = 0;              // rounds of a paired comparison; 0 when unpaired
+  // A paired comparison's basis (stats::PairedBasis: "samples", "rounds", "sequential", "none",
+  // or "exact"), the degrees of freedom of its t interval, and the variance components of ln
+  // samples, as percent: within an invocation, and between invocations beyond what the round shares.
+  std::string basis;
+  double df = 0;
+  double sigma_within_pct = std::numeric_limits<double>::quiet_NaN();
+  double sigma_between_pct = std::numeric_limits<double>::quiet_NaN();
 
   // The p-value the verdict uses: p_adjusted when set, else p_value.
   std::optional<double> decisive_p() const { return p_adjusted ? p_adjusted : p_value; }
@@ -83,6 +94,9 @@ struct Comparison {
 // Throws abtrack::Error (Exit::usage) for invalid options.
 Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t n_a, std::size_t n_b,
                const CompareOptions& options);
+
+// decide() with the test's floor given: inconclusive when min_p >= alpha.
+Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p, const CompareOptions& options);
 
 // Compares baseline samples `a` with variant samples `b`: medians and their CIs, the two-sided
 // Mann-Whitney U test, the Hodges-Lehmann change on log values with its Moses CI, and the verdict.

@@ -2,30 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
-#include "stats/normal.hpp"
 #include "stats/quantile.hpp"
 #include "stats/samples.hpp"
+#include "stats/student_t.hpp"
 #include "util/error.hpp"
 
 namespace abtrack::stats {
 namespace {
 
-// The exact distribution is used up to this many non-zero differences (scipy's threshold).
-constexpr std::size_t exact_limit = 50;
-
-std::string percent(double confidence) { return fmt::format("{:g}%", confidence * 100); }
-
-// The fewest samples whose median CI is bounded at `confidence` (6 at 0.95).
-std::size_t samples_for_bounded_ci(double confidence) {
-  std::size_t n = 1;
-  while (n < 10000 && !median_ci_positions(n, confidence).bounded()) ++n;
-  return n;
-}
+constexpr double inf = std::numeric_limits<double>::infinity();
 
 // An exact change is judged by its size alone: beyond min_effect it is better or worse, else the
 // same (as compare() judges constant arms).
@@ -39,85 +32,137 @@ Verdict decide_exact(double change_pct, const CompareOptions& options) {
 // (exp(x) - 1) * 100, keeping infinities.
 double to_pct(double log_ratio) { return std::expm1(log_ratio) * 100; }
 
+// The t quantile, remembered: an experiment's comparisons ask for few distinct (p, df).
+double t_quantile(double p, double df) {
+  static std::mutex mutex;
+  static std::map<std::pair<double, double>, double> cache;
+  const std::lock_guard lock(mutex);
+  auto [it, fresh] = cache.try_emplace({p, df}, 0.0);
+  if (fresh) it->second = student_t_quantile(p, df);
+  return it->second;
+}
+
+double mean_of(std::span<const double> x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return s / static_cast<double>(x.size());
+}
+
 }  // namespace
 
-double signed_rank_exact_p(std::span<const std::size_t> doubled_ranks, std::size_t doubled_w_plus) {
-  if (doubled_ranks.empty() || doubled_ranks.size() > 200) {
-    throw Error(Exit::usage, fmt::format("exact signed-rank test: {} differences (needs 1 to 200)",
-                                         doubled_ranks.size()));
+std::string_view to_string(PairedBasis basis) {
+  switch (basis) {
+    case PairedBasis::none: return "none";
+    case PairedBasis::samples: return "samples";
+    case PairedBasis::rounds: return "rounds";
+    case PairedBasis::sequential: return "sequential";
   }
-  const std::size_t total = std::accumulate(doubled_ranks.begin(), doubled_ranks.end(), std::size_t{0});
-  // prob[s]: P(twice W+ = s) over the sign patterns seen so far, each sign +/- with probability 1/2.
-  std::vector<double> prob(total + 1, 0.0);
-  prob[0] = 1;
-  std::size_t reach = 0;
-  for (std::size_t r : doubled_ranks) {
-    reach += r;
-    for (std::size_t s = reach + 1; s-- > 0;) prob[s] = 0.5 * (prob[s] + (s >= r ? prob[s - r] : 0.0));
-  }
-  double le = 0, ge = 0;
-  for (std::size_t s = 0; s <= total; ++s) {
-    if (s <= doubled_w_plus) le += prob[s];
-    if (s >= doubled_w_plus) ge += prob[s];
-  }
-  return std::min(1.0, 2 * std::min(le, ge));
+  return "none";
 }
 
-double paired_min_p_value(std::size_t pairs) {
-  if (pairs == 0) return 1;
-  return std::min(1.0, std::ldexp(2.0, -static_cast<int>(std::min<std::size_t>(pairs, 2000))));
+RoundSeries round_series(const std::vector<std::vector<std::vector<double>>>& rounds, std::span<const double> weights,
+                         std::span<const std::string> arm_names) {
+  RoundSeries s;
+  double ss = 0, coef = 0;
+  for (double w : weights) s.between_coef += w * w;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    if (rounds[i].size() != weights.size())
+      throw Error(Exit::usage, fmt::format("round {}: {} arms, {} weights", i + 1, rounds[i].size(), weights.size()));
+    double contrast = 0, c = 0;
+    for (std::size_t k = 0; k < weights.size(); ++k) {
+      const auto& x = rounds[i][k];
+      check_positive_samples(x, fmt::format("round {}: {}", i + 1, k < arm_names.size() ? arm_names[k] : std::to_string(k + 1)));
+      double m = 0;
+      for (double v : x) m += std::log(v);
+      m /= static_cast<double>(x.size());
+      for (double v : x) ss += (std::log(v) - m) * (std::log(v) - m);
+      s.within_df += x.size() - 1;
+      contrast += weights[k] * m;
+      c += weights[k] * weights[k] / static_cast<double>(x.size());
+    }
+    s.values.push_back(contrast);
+    coef += c;
+  }
+  s.within_var = s.within_df > 0 ? ss / static_cast<double>(s.within_df) : 0;
+  s.within_coef = rounds.empty() ? 0 : coef / static_cast<double>(rounds.size());
+  return s;
 }
 
-SignedRankTest wilcoxon_signed_rank(std::span<const double> d) {
-  check_samples(d, "signed-rank test");
-  SignedRankTest t;
-  std::vector<double> nonzero;
-  for (double x : d) {
-    if (x == 0) ++t.zeros;
-    else nonzero.push_back(x);
-  }
-  t.n = nonzero.size();
-  if (t.n == 0) {
-    t.method = UMethod::all_equal;
-    return t;
-  }
-  // Midranks of |d|, doubled so that they are integers: positions i+1 .. j share (i+1+j)/2.
-  std::vector<std::size_t> order(t.n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t x, std::size_t y) { return std::fabs(nonzero[x]) < std::fabs(nonzero[y]); });
-  std::vector<std::size_t> doubled(t.n);
-  double tie_term = 0;  // sum of t^3 - t over groups of tied |d|
-  for (std::size_t i = 0; i < t.n;) {
-    std::size_t j = i;
-    while (j < t.n && std::fabs(nonzero[order[j]]) == std::fabs(nonzero[order[i]])) ++j;
-    for (std::size_t k = i; k < j; ++k) doubled[order[k]] = i + 1 + j;
-    const auto size = static_cast<double>(j - i);
-    if (j - i > 1) t.ties = true;
-    tie_term += size * size * size - size;
-    i = j;
-  }
-  std::size_t doubled_w_plus = 0, doubled_w_minus = 0;
-  for (std::size_t k = 0; k < t.n; ++k) (nonzero[k] > 0 ? doubled_w_plus : doubled_w_minus) += doubled[k];
-  t.w_plus = static_cast<double>(doubled_w_plus) / 2;
-  t.w_minus = static_cast<double>(doubled_w_minus) / 2;
+double sequential_bayes_factor(double t, std::size_t n, double g) {
+  if (n < 2) return 1;
+  const double nd = static_cast<double>(n), nu = nd - 1, a = 1 + nd * g;
+  const double x = t * t / nu;
+  return std::exp(-0.5 * std::log(a) + nd / 2 * (std::log1p(x) - std::log1p(x / a)));
+}
 
-  if (t.n <= exact_limit) {
-    t.method = t.ties ? UMethod::exact_ties : UMethod::exact;
-    t.p_value = signed_rank_exact_p(doubled, doubled_w_plus);
-    return t;
+double sequential_t_boundary(std::size_t n, double alpha, double g) {
+  if (n < 2) return inf;
+  const double nd = static_cast<double>(n), a = 1 + nd * g;
+  // BF(t*) = 1 / alpha: (1 + x) / (1 + x / a) = R with x = t*^2 / (n - 1).
+  const double r = std::exp(2 / nd * (0.5 * std::log(a) - std::log(alpha)));
+  if (r >= a) return inf;
+  return std::sqrt((nd - 1) * (r - 1) / (1 - r / a));
+}
+
+RoundEstimate estimate_rounds(const RoundSeries& series, double alpha, bool sequential, double g) {
+  if (!(alpha > 0 && alpha < 1)) throw Error(Exit::usage, fmt::format("alpha must be in (0, 1), not {}", alpha));
+  RoundEstimate e;
+  const std::size_t n = series.values.size();
+  e.rounds = n;
+  if (n == 0) return e;
+  e.mean = mean_of(series.values);
+  e.sigma_within = std::sqrt(series.within_var);
+  if (n < 2) {
+    e.why = "1 round cannot tell the change from an invocation's own offset (needs >= 2)";
+    return e;
   }
-  // Normal approximation with tie and continuity correction (scipy's method='approx',
-  // correction=True): T = min(W+, W-), shifted by 1/2 toward the mean.
-  const auto n = static_cast<double>(t.n);
-  const double mean = n * (n + 1) / 4;
-  const double var = n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48;
-  const double stat = std::min(t.w_plus, t.w_minus);
-  const double cc = stat > mean ? 0.5 : stat < mean ? -0.5 : 0.0;
-  const double z = (stat - mean - cc) / std::sqrt(var);
-  t.method = UMethod::asymptotic;
-  t.p_value = std::min(1.0, 2 * normal_sf(std::fabs(z)));
-  return t;
+  double s2 = 0;
+  for (double v : series.values) s2 += (v - e.mean) * (v - e.mean);
+  s2 /= static_cast<double>(n - 1);
+  const double within = series.within_coef * series.within_var;  // Var(contrast) if invocations agree
+  e.f_ratio = within > 0 ? s2 / within : s2 > 0 ? inf : 1;
+  if (series.between_coef > 0) e.sigma_between = std::sqrt(std::max(0.0, (s2 - within) / series.between_coef));
+  const auto nd = static_cast<double>(n);
+
+  if (sequential) {
+    e.basis = PairedBasis::sequential;
+    if (s2 <= 0) {
+      e.basis = PairedBasis::none;
+      e.why = fmt::format("the {} rounds' contrasts are all equal: no spread to judge the change by", n);
+      return e;
+    }
+    const double se = std::sqrt(s2 / nd);
+    const double half = sequential_t_boundary(n, alpha, g) * se;
+    e.ci = Interval{e.mean - half, e.mean + half};
+    e.p_value = std::min(1.0, 1 / sequential_bayes_factor(e.mean / se, n, g));
+    e.why = fmt::format("rounds: auto: an anytime-valid confidence sequence over the {} rounds' contrasts", n);
+    return e;
+  }
+
+  double var = 0;
+  if (n >= 3 && within > 0 && s2 <= within) {
+    e.basis = PairedBasis::samples;
+    var = std::max(s2, within);
+    e.df = std::min(2.0 * (nd - 1), static_cast<double>(series.within_df));
+    e.why = fmt::format("the invocations agree (the rounds vary {:.2g}x as much as the samples predict): every sample counts",
+                        e.f_ratio);
+  } else if (s2 > 0) {
+    e.basis = PairedBasis::rounds;
+    var = s2;
+    e.df = nd - 1;
+    e.why = n < 3 ? fmt::format("{} rounds: the round is the unit (the invocations' agreement needs >= 3 to be seen)", n)
+                  : fmt::format("the invocations differ (the rounds vary {:.2g}x as much as the samples predict): the round is the unit",
+                                e.f_ratio);
+  } else {
+    e.why = fmt::format("the {} rounds' contrasts are all equal and the samples say nothing of the noise", n);
+    return e;
+  }
+  const double se = std::sqrt(var / nd);
+  const double half = t_quantile(1 - alpha / 2, e.df) * se;
+  e.ci = Interval{e.mean - half, e.mean + half};
+  const double t = std::fabs(e.mean) / se;
+  e.p_value = std::min(1.0, 2 * (1 - student_t_cdf(t, e.df)));
+  return e;
 }
 
 Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOptions& options) {
@@ -132,18 +177,17 @@ Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOpt
   c.options = options;
   c.analysis = "paired";
   c.pairs = rounds.size();
-  c.min_p = paired_min_p_value(c.pairs);
 
-  std::vector<double> pooled_a, pooled_b, d;
-  d.reserve(rounds.size());
-  for (std::size_t i = 0; i < rounds.size(); ++i) {
-    check_positive_samples(rounds[i].a, fmt::format("round {}: A (baseline)", i + 1));
-    check_positive_samples(rounds[i].b, fmt::format("round {}: B (variant)", i + 1));
-    pooled_a.insert(pooled_a.end(), rounds[i].a.begin(), rounds[i].a.end());
-    pooled_b.insert(pooled_b.end(), rounds[i].b.begin(), rounds[i].b.end());
-    // One division, then one log: equal ratios give equal d (ties are seen as ties).
-    d.push_back(std::log(median(rounds[i].b) / median(rounds[i].a)));
+  std::vector<std::vector<std::vector<double>>> arms;
+  std::vector<double> pooled_a, pooled_b;
+  for (const RoundPair& r : rounds) {
+    arms.push_back({r.a, r.b});
+    pooled_a.insert(pooled_a.end(), r.a.begin(), r.a.end());
+    pooled_b.insert(pooled_b.end(), r.b.begin(), r.b.end());
   }
+  const std::string names[] = {"A (baseline)", "B (variant)"};
+  const double weights[] = {-1.0, 1.0};
+  const RoundSeries series = round_series(arms, weights, names);
   c.n_a = pooled_a.size();
   c.n_b = pooled_b.size();
   c.median_a = median(pooled_a);
@@ -151,45 +195,44 @@ Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOpt
   c.ci_a = median_ci(pooled_a, confidence);
   c.ci_b = median_ci(pooled_b, confidence);
 
-  // A deterministic metric (a size, a count): every round gives the same ratio, seen twice or more.
-  const bool one_ratio = std::all_of(d.begin(), d.end(), [&](double x) { return x == d.front(); });
-  if (c.pairs >= 2 && one_ratio) {
+  // A deterministic metric (a size, a count): each arm one value, seen in 2 rounds or more.
+  auto one_value = [](const std::vector<double>& x) {
+    return std::all_of(x.begin(), x.end(), [&](double v) { return v == x.front(); });
+  };
+  if (c.pairs >= 2 && one_value(pooled_a) && one_value(pooled_b)) {
     c.exact = true;
     c.method = UMethod::all_equal;
-    c.ratio = std::exp(d.front());
-    c.delta_pct = to_pct(d.front());
+    c.min_p = 1;
+    c.ratio = pooled_b.front() / pooled_a.front();
+    c.delta_pct = (c.ratio - 1) * 100;
     c.delta_ci_pct = Interval{c.delta_pct, c.delta_pct};
     c.verdict = decide_exact(c.delta_pct, options);
-    c.notes.push_back(fmt::format("every one of the {} rounds gives the same ratio: the change is exact (no p-value)",
+    c.basis = "exact";
+    c.notes.push_back(fmt::format("every sample of each arm is the same value in all {} rounds: the change is exact (no p-value)",
                                   c.pairs));
     return c;
   }
 
-  const SignedRankTest test = wilcoxon_signed_rank(d);
-  c.method = test.method;
-  c.p_value = test.p_value;
-  if (test.method == UMethod::all_equal) c.notes.push_back("the arms' medians are equal in every round: no p-value");
-
-  const double shift = median(d);
-  const Interval ci = median_ci(d, confidence);
-  c.ratio = std::exp(shift);
-  c.delta_pct = to_pct(shift);
-  c.delta_ci_pct = ci.bounded() ? Interval{to_pct(ci.lo), to_pct(ci.hi)} : Interval{};
-  if (!c.delta_ci_pct.bounded()) {
-    c.notes.push_back(fmt::format("{} {} no bounded {} CI of the change (need >= {} rounds)", c.pairs,
-                                  c.pairs == 1 ? "round gives" : "rounds give", percent(confidence),
-                                  samples_for_bounded_ci(confidence)));
-  }
-
-  if (c.min_p >= options.alpha) {
+  const RoundEstimate e = estimate_rounds(series, options.alpha, options.sequential);
+  c.basis = std::string(to_string(e.basis));
+  c.sigma_within_pct = e.sigma_within * 100;
+  c.sigma_between_pct = e.sigma_between * 100;
+  c.df = e.df;
+  c.ratio = std::exp(e.mean);
+  c.delta_pct = to_pct(e.mean);
+  c.p_value = e.p_value;
+  c.method = UMethod::asymptotic;
+  c.delta_ci_pct = e.ci.bounded() ? Interval{to_pct(e.ci.lo), to_pct(e.ci.hi)} : Interval{};
+  if (!e.why.empty()) c.notes.push_back(e.why);
+  if (e.basis == PairedBasis::none) {
+    c.min_p = 1;
     c.verdict = Verdict::inconclusive;
-    c.notes.push_back(fmt::format("too few rounds: with {} pairs the smallest possible p is {:.3g}, not below "
-                                  "alpha {:g}",
-                                  c.pairs, c.min_p, options.alpha));
-  } else {
-    // The pooled sample counts never make decide() inconclusive here: 2 / C(n1+n2, n1) <= 2 / 2^pairs.
-    c.verdict = decide(c.p_value, c.delta_ci_pct, c.n_a, c.n_b, options);
+    return c;
   }
+  c.min_p = 0;
+  if (!c.delta_ci_pct.bounded())
+    c.notes.push_back(fmt::format("{} rounds give no bounded {:g}% confidence sequence yet", c.pairs, confidence * 100));
+  c.verdict = decide(c.p_value, c.delta_ci_pct, c.n_a, c.n_b, options);
   return c;
 }
 

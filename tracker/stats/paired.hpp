@@ -1,14 +1,21 @@
 #pragma once
-// The paired analysis of interleaved rounds (docs/statistics.md, "Paired by round"): per round
-// the ratio of the arms' medians; the two-sided Wilcoxon signed-rank test on the log ratios; the
-// change as the median ratio with its distribution-free CI.
+// The paired analysis of interleaved rounds (docs/statistics.md, "Paired by round"). Each round
+// runs every arm once (one invocation each); per round, a contrast of the arms' mean log samples
+// (the cell's minus the baseline's, or a bisect's candidate against the midpoint of good and bad).
+// The variance of those contrasts has two components (Kalibera & Jones, ISMM 2013): within an
+// invocation (sample to sample) and between invocations (an offset each invocation draws, beyond
+// what its round shares). When the invocations agree, every sample counts; when they do not, the
+// round is the unit. With `sequential` (rounds: auto) the interval is an anytime-valid
+// confidence sequence, so that looking after every round and stopping when it is decisive keeps
+// its coverage.
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "stats/compare.hpp"
-#include "stats/mann_whitney.hpp"
+#include "stats/interval.hpp"
 
 namespace abtrack::stats {
 
@@ -18,45 +25,75 @@ struct RoundPair {
   std::vector<double> b;  // the cell (B): non-empty, every sample finite and > 0
 };
 
-// The result of a two-sided Wilcoxon signed-rank test of "the differences are symmetric about 0".
-struct SignedRankTest {
-  std::size_t n = 0;               // non-zero differences: zeros are dropped (scipy's zero_method='wilcox')
-  std::size_t zeros = 0;           // differences equal to 0, dropped
-  double w_plus = 0;               // sum of the ranks of |d| of the positive differences (midranks on ties)
-  double w_minus = 0;              // the same for the negative ones; w_plus + w_minus = n(n+1)/2
-  std::optional<double> p_value;   // two-sided; empty when every difference is 0
-  UMethod method = UMethod::exact; // exact, exact_ties, asymptotic, or all_equal (every difference 0)
-  bool ties = false;               // some |d| occur more than once among the non-zero differences
+// Per round, one contrast sum_k w_k * mean(ln x_k) over the arms' invocations, and what the
+// samples within the invocations say about the contrasts' noise.
+struct RoundSeries {
+  std::vector<double> values;   // one contrast per round
+  double within_var = 0;        // pooled variance of ln samples within an invocation (sigma_w^2)
+  std::size_t within_df = 0;    // its degrees of freedom: sum over invocations of (samples - 1)
+  double within_coef = 0;       // mean over rounds of sum_k w_k^2 / m_k: Var(contrast) = within_coef * sigma_w^2 when invocations agree
+  double between_coef = 0;      // sum_k w_k^2: Var(contrast) gains between_coef * sigma_b^2 from invocation offsets
 };
 
-// The two-sided Wilcoxon signed-rank test on the differences `d`. Zeros are dropped. With at most
-// 50 non-zero differences the p-value is exact: without ties it is scipy.stats.wilcoxon's
-// method='exact'; with ties it is the exact distribution of W+ given the midranks (every sign
-// pattern equally likely), p = min(1, 2 min(P(W+' <= W+), P(W+' >= W+))). With more than 50, the
-// normal approximation with tie and continuity correction (scipy's method='approx',
-// correction=True). Every difference 0: no p-value (method all_equal).
-// Throws abtrack::Error (Exit::usage) for empty `d` or a non-finite difference.
-SignedRankTest wilcoxon_signed_rank(std::span<const double> d);
+// Builds the series: rounds[i][k] are arm k's samples in round i (every sample finite and > 0,
+// every arm non-empty), weights[k] its weight in the contrast. Throws abtrack::Error (Exit::usage)
+// naming the round and arm (`arm_names[k]`) of a bad or missing sample.
+RoundSeries round_series(const std::vector<std::vector<std::vector<double>>>& rounds, std::span<const double> weights,
+                         std::span<const std::string> arm_names);
 
-// The two-sided p of the exact signed-rank test given doubled midranks (integers: 2 x the midrank
-// of each |d|, all non-zero differences) and twice the observed W+: every one of the 2^n sign
-// patterns equally likely, p = min(1, 2 min(P(W+' <= W+), P(W+' >= W+))). A DP over doubled rank
-// sums, O(n^3) time. Throws abtrack::Error (Exit::usage) when `doubled_ranks` is empty or has more
-// than 200 entries.
-double signed_rank_exact_p(std::span<const std::size_t> doubled_ranks, std::size_t doubled_w_plus);
+// How the interval of the mean contrast was made.
+enum class PairedBasis {
+  none,        // fewer than 2 rounds, or no noise to judge by: no interval
+  samples,     // the invocations agree: a mixed model on ln samples with round as a block, sigma_b = 0
+  rounds,      // the invocations differ: Student's t on the rounds' contrasts
+  sequential,  // rounds: auto: the anytime-valid t confidence sequence on the rounds' contrasts
+};
 
-// The smallest two-sided p the signed-rank test can give with n pairs: 2 / 2^n (0.0625 with 5
-// pairs, 0.031 with 6), capped at 1. Never throws (0 pairs give 1).
-double paired_min_p_value(std::size_t pairs);
+// "none", "samples", "rounds", "sequential". Never throws.
+std::string_view to_string(PairedBasis basis);
 
-// Compares a cell with its baseline measured in the same rounds, paired by round. Per round i:
-// r_i = median(B_i) / median(A_i), d_i = ln r_i. The change is exp(median(d)) - 1 (percent) with
-// the distribution-free CI of the median of d at 1 - alpha (median_ci: order statistics,
-// binomial), mapped the same way; the test is wilcoxon_signed_rank(d). Verdicts as decide(), with
-// `inconclusive` when paired_min_p_value(rounds) >= alpha. Every d_i the same (>= 2 rounds): the
-// change is exact (no p-value), judged by its size as compare() does for constant arms.
-// The result has analysis "paired" and pairs = rounds.size(); n_a/n_b, median_a/median_b and
-// ci_a/ci_b are of the pooled samples of each arm (for display); u_a stays 0.
+// The estimate of the mean contrast over the rounds.
+struct RoundEstimate {
+  std::size_t rounds = 0;
+  double mean = 0;                 // mean of the contrasts (log scale)
+  Interval ci;                     // of the mean, at 1 - alpha; unbounded when none
+  std::optional<double> p_value;   // of "the mean contrast is 0"; empty when no interval
+  PairedBasis basis = PairedBasis::none;
+  double df = 0;                   // degrees of freedom of the t interval (0: none or sequential)
+  double sigma_within = 0;         // sigma_w, sd of ln samples within an invocation
+  double sigma_between = 0;        // sigma_b, sd of an invocation's own offset (0 when not above the within noise)
+  double f_ratio = 0;              // Var(contrasts) / (within_coef * sigma_w^2): 1 when invocations agree; inf without within noise
+  std::string why;                 // one line: why this basis
+};
+
+// The prior variance g of the standardized effect (mean contrast / its sd per round) in the
+// sequential analysis's mixture: the anytime-valid t-test of Perez-Ortiz, Lardy, de Heide &
+// Grunwald (2024), with a N(0, g) effect size. A larger g decides large changes in fewer rounds
+// (from 3 rounds at g = 10) and small ones in more. `rounds: auto` uses 10; bisect, whose
+// contrasts are about half a round's noise, uses 1.
+inline constexpr double sequential_prior_g = 10.0;
+
+// The estimate of the series' mean at 1 - alpha. Fixed design (sequential = false): with n >= 3
+// rounds whose contrasts vary no more than the within-invocation noise predicts (f_ratio <= 1),
+// basis samples: Var = max(s^2, within_coef * sigma_w^2), t with min(2(n - 1), within_df) degrees of
+// freedom; otherwise basis rounds: Student's t with n - 1. Sequential: the anytime-valid t
+// confidence sequence, p = min(1, 1 / Bayes factor). Fewer than 2 rounds, or contrasts that do not
+// vary where nothing else measures the noise: basis none. Throws abtrack::Error (Exit::usage) for
+// alpha outside (0, 1).
+RoundEstimate estimate_rounds(const RoundSeries& series, double alpha, bool sequential, double g = sequential_prior_g);
+
+// The half-width factor t* of the sequential analysis's confidence sequence after n rounds at
+// level alpha: mean +- t* s / sqrt(n); infinite while n is too small to bound it. Never throws.
+double sequential_t_boundary(std::size_t n, double alpha, double g = sequential_prior_g);
+
+// The Bayes factor (e-value) of the sequential analysis for a t statistic after n rounds.
+double sequential_bayes_factor(double t, std::size_t n, double g = sequential_prior_g);
+
+// Compares a cell with its baseline measured in the same rounds, paired by round: the contrast is
+// mean(ln B_i) - mean(ln A_i), the change exp(mean) - 1 with its interval (estimate_rounds), the
+// verdict as decide(). Every sample of each arm one value (>= 2 rounds): the change is exact (no
+// p-value). The result has analysis "paired", pairs = rounds.size(), `basis` and the variance
+// components; n_a/n_b, median_a/median_b and ci_a/ci_b are of the pooled samples of each arm.
 // Throws abtrack::Error (Exit::usage) for no rounds, an empty arm in a round, a non-finite or
 // non-positive sample (no ratio: compare such a metric unpaired) or invalid options.
 Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOptions& options = {});
