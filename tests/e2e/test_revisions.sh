@@ -61,7 +61,8 @@ expect_contains "$orders" "2 mine base" "round 2: mine first: the order alternat
 row=$(sed -n '/begin results/,/end results/p' AB.md | grep '^| mine |')
 expect_contains "$row" "worse" "mine (twice the work) is worse than base ($row)"
 expect_contains "$row" "paired ×8" "the comparison is paired by round over the 8 rounds ($row)"
-expect_contains "$(sed -n '/begin results/,/end results/p' AB.md)" "Wilcoxon signed-rank" "the footnote says what paired means"
+expect_match "$row" "paired ×8 \((samples|rounds), σw [0-9.]+%, σb [0-9.]+%\)" "the table names the basis and both variance components ($row)"
+expect_contains "$(sed -n '/begin results/,/end results/p' AB.md)" "Kalibera & Jones" "the footnote says what paired means"
 expect_rc 0 ab verify
 
 step "a second run builds nothing"

@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "doc/render.hpp"
 #include "record/compare.hpp"
+#include "stats/paired.hpp"
 #include "stats/quantile.hpp"
 #include "util/text.hpp"
 
@@ -230,7 +231,7 @@ int cmd_check(const Args& args) {
         const auto& res = mc->result;
         row.push_back(change_text(res));
         std::string verdict = stats::verdict_text(res);
-        if (res.analysis == "paired") verdict += fmt::format(" (paired ×{})", res.pairs);
+        if (res.analysis == "paired") verdict += " (" + stats::paired_text(res) + ")";
         row.push_back(verdict);
         row.push_back(p_text(res));
         if (res.verdict == stats::Verdict::worse) is_worse = true;

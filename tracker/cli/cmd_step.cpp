@@ -9,6 +9,7 @@
 #include "cli/commit_run.hpp"
 #include "cli/progress.hpp"
 #include "cli/revision_run.hpp"
+#include "cli/rounds.hpp"
 #include "cli/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
@@ -57,21 +58,67 @@ void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map
 
 // The cells of `rounds` rounds, each round a shuffled order of `cells` (Fisher–Yates over
 // mt19937_64, whose output the standard fixes, so a seed always gives the same schedule).
-std::vector<std::pair<plan::Cell, runner::Schedule>> schedule(const std::vector<plan::Cell>& cells, int rounds,
-                                                               std::uint64_t seed) {
+Scheduled schedule(const std::vector<plan::Cell>& cells, int rounds, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<std::pair<plan::Cell, runner::Schedule>> out;
+  Scheduled out;
   // Interleaved rounds of one invocation pair a cell with its baseline round by round.
-  const std::string batch = rounds > 1 ? new_batch_id() : "";
-  for (int r = 1; r <= rounds; ++r) {
-    std::vector<plan::Cell> order = cells;
-    if (rounds > 1)
-      for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-    for (auto& c : order)
-      out.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(out.size()) + 1, batch});
-  }
+  const runner::Schedule base{1, rounds, seed, 1, rounds > 1 ? new_batch_id() : ""};
+  const std::vector<Unit> units = single_units(cells);
+  for (int r = 1; r <= rounds; ++r) append_round(out, units, r, base, rng, rounds > 1);
   return out;
 }
+
+// `--rounds auto` or the plan's `rounds: auto`, with `--max-rounds` and `--budget` over the plan's.
+struct RoundsArgs {
+  int rounds = 1;
+  bool given = false;
+  bool automatic = false;
+  std::optional<int> max_rounds;
+  std::optional<double> budget_s;
+
+  bool take(const std::vector<std::string>& rest, std::size_t& i) {
+    if (auto v = take_value(rest, i, "--rounds")) {
+      given = true;
+      if (*v == "auto") {
+        automatic = true;
+        return true;
+      }
+      auto n = util::parse_double(*v);
+      if (!n || *n < 1 || *n > 10000 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--rounds must be a whole number from 1 to 10000, or auto, not '{}'", *v));
+      rounds = static_cast<int>(*n);
+      return true;
+    }
+    if (auto v = take_value(rest, i, "--max-rounds")) {
+      auto n = util::parse_double(*v);
+      if (!n || *n < 2 || *n > 10000 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--max-rounds must be a whole number from 2 to 10000, not '{}'", *v),
+                    "rounds: auto needs at least 2 rounds to see how much the rounds vary");
+      max_rounds = static_cast<int>(*n);
+      return true;
+    }
+    if (auto v = take_value(rest, i, "--budget")) {
+      budget_s = util::parse_duration(*v);
+      if (!budget_s) throw Error(Exit::usage, fmt::format("--budget must be a duration, not '{}'", *v), "e.g. --budget 30m, 2h, 1h30m or 90s");
+      return true;
+    }
+    return false;
+  }
+  // The auto design this invocation runs, if any; a usage error when the plan cannot decide.
+  std::optional<AutoRounds> design(const plan::Plan& plan, std::uint64_t seed, bool dry_run) const {
+    if (!(automatic || (plan.rounds_auto && !given))) {
+      if (max_rounds || budget_s) throw Error(Exit::usage, "--max-rounds and --budget are for rounds: auto", "add --rounds auto");
+      return std::nullopt;
+    }
+    if (auto problem = plan::auto_rounds_problem(plan)) throw Error(Exit::usage, problem->first, problem->second);
+    AutoRounds a;
+    a.max_rounds = max_rounds.value_or(plan.max_rounds);
+    a.budget_s = budget_s ? budget_s : plan.budget_s;
+    a.seed = seed;
+    a.dry_run = dry_run;
+    return a;
+  }
+};
 
 }  // namespace
 
@@ -164,8 +211,7 @@ int cmd_step(const Args& args) {
 }
 
 int cmd_run(const Args& args) {
-  int rounds = 1;
-  bool rounds_given = false;
+  RoundsArgs rounds_arg;
   std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
   bool all = false, detach = false, retry = false, keep_going = false, rebuild = false;
   RunOptions opts;
@@ -179,12 +225,7 @@ int cmd_run(const Args& args) {
       jobs = static_cast<int>(*n);
     } else if (args.rest[i] == "--detach") {
       detach = true;
-    } else if (auto v = take_value(args.rest, i, "--rounds")) {
-      auto n = util::parse_double(*v);
-      if (!n || *n < 1 || *n > 10000 || std::floor(*n) != *n)
-        throw Error(Exit::usage, fmt::format("--rounds must be a whole number from 1 to 10000, not '{}'", *v));
-      rounds = static_cast<int>(*n);
-      rounds_given = true;
+    } else if (rounds_arg.take(args.rest, i)) {
     } else if (auto vr = take_value(args.rest, i, "--rev")) {
       rev_specs.push_back(*vr);
     } else if (auto v2 = take_value(args.rest, i, "--seed")) {
@@ -203,7 +244,8 @@ int cmd_run(const Args& args) {
       opts.dry_run = true;
     } else {
       unknown_argument("run", args.rest[i],
-                       {"--rounds", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going", "--dry-run", "--rev", "--rebuild"});
+                       {"--rounds", "--max-rounds", "--budget", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going",
+                        "--dry-run", "--rev", "--rebuild"});
     }
   }
   opts.early_stop = !keep_going;
@@ -211,11 +253,18 @@ int cmd_run(const Args& args) {
   Context ctx = open_context(args.global);
   RevisionRunOptions revision_opts;
   for (const auto& s : rev_specs) add_revision_override(ctx.plan, s, revision_opts.overrides);
+  if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
+  const auto automatic = rounds_arg.design(ctx.plan, *seed, opts.dry_run);
+  // A dry run says, from the pools already recorded, how many rounds each design would need.
+  if (opts.dry_run && ctx.plan.baseline)
+    for (const auto& line : expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds)) info(args.global, "expected: " + line);
+  const int rounds = rounds_arg.given ? rounds_arg.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 1;
   if (!ctx.plan.revisions.empty()) {
     if (detach) throw Error(Exit::usage, "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
     if (jobs && *jobs > 1)
       throw Error(Exit::usage, "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
-    revision_opts.rounds = rounds_given ? rounds : 0;
+    revision_opts.rounds = rounds_arg.given && !automatic ? rounds_arg.rounds : 0;
+    revision_opts.automatic = automatic;
     revision_opts.seed = seed;
     revision_opts.all = all;
     revision_opts.retry = retry;
@@ -234,8 +283,8 @@ int cmd_run(const Args& args) {
   if (detach && !slurm)
     throw Error(Exit::usage, "--detach needs executor: slurm in the plan", "without Slurm, `abtrack run` runs the cells here and waits");
   if (jobs && slurm) throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
-  if (rounds > 1 && slurm)
-    throw Error(Exit::usage, "--rounds is for the local executor; with executor: slurm each cell is one task of the job array",
+  if ((rounds > 1 || automatic) && slurm)
+    throw Error(Exit::usage, "rounds are for the local executor; with executor: slurm each cell is one task of the job array",
                 "run `abtrack run --all` again for another round");
   if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
     throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs, ctx.plan.gpus.size()));
@@ -256,12 +305,23 @@ int cmd_run(const Args& args) {
                                                      : fmt::format(" ({} whose latest run failed a gate: --retry runs them again)", failed_left)));
     return 0;
   }
-  if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
-  if (rounds > 1) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
+  if (rounds > 1 && !automatic) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
   if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);
+  if (automatic) {
+    std::vector<record::Record> records;
+    int round = 0;
+    run_auto_rounds(ctx, args.global, single_units(cells), *automatic, records, [&](const Scheduled& s) {
+      RunOptions o = opts;
+      o.records = &records;
+      o.setup_done = ++round > 1;
+      if (parallel > 1 || !ctx.plan.gpus.empty()) run_parallel(ctx, args.global, s, parallel, dirty, o, exit_code);
+      else run_serial(ctx, args.global, s, dirty, o, exit_code);
+    });
+    return exit_code;
+  }
   if (parallel > 1 || !ctx.plan.gpus.empty())
     run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
   else

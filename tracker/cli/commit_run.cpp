@@ -210,15 +210,9 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     // The number comes from the file names in the tip being built on (listed once, by
     // load_step_history), so concurrent writers never share one.
     rec.run = history.last_run + 1;
-    const auto& run = rec.data;
-    if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) &&
-                                                          run.outcome == runner::Outcome::pass) {
-      auto cells = record::cells_with_runs(ctx.plan, records);
-      auto it = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
-      if (it != cells.end() && it->latest() && it->outcome() == runner::Outcome::pass)
-        rec.comparison = record::compare_with_baseline(ctx.plan, *it, run.samples);
-    }
     records.push_back(rec);
+    if (auto c = record::compare_run(ctx.plan, records)) records.back().comparison = std::move(*c);
+    rec.comparison = records.back().comparison;
     gitstore::Change change;
     change.message = commit_message(ctx.plan, rec);
     change.files.emplace_back(record::record_path(rec.experiment, rec.run), record::to_json(rec));

@@ -94,32 +94,37 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
       prepare_revision(ctx, g, r, opts.rebuild);
   const int rounds = opts.only || opts.step ? 1 : opts.rounds > 0 ? opts.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 10;
   const std::uint64_t seed = opts.seed.value_or(std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32));
-  std::mt19937_64 rng(seed);
-  const std::string batch = new_batch_id();
-  // Round r: the groups in a shuffled order, each group's revisions back to back, forwards in odd
-  // rounds and backwards in even ones, so neither runs second (warmer) every time.
-  std::vector<std::pair<plan::Cell, runner::Schedule>> schedule;
-  for (int r = 1; r <= rounds; ++r) {
-    std::vector<std::size_t> order(todo.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-    for (std::size_t gi : order) {
-      auto group = todo[gi];
-      if (r % 2 == 0) std::reverse(group.begin(), group.end());
-      for (auto& c : group)
-        schedule.emplace_back(std::move(c), runner::Schedule{r, rounds, seed, static_cast<int>(schedule.size()) + 1, batch});
-    }
-  }
-  info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
-                      schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
-  runner::start_environment_probe();
   RunOptions run = opts.run;
   run.revisions = &revisions;
   int exit_code = 0;
-  if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as without revisions
-    run_parallel(ctx, g, schedule, 1, false, run, exit_code);
-  else
-    run_serial(ctx, g, schedule, false, run, exit_code);
+  auto measure = [&](const Scheduled& schedule, const RunOptions& o) {
+    if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as without revisions
+      run_parallel(ctx, g, schedule, 1, false, o, exit_code);
+    else
+      run_serial(ctx, g, schedule, false, o, exit_code);
+  };
+  if (opts.automatic && !opts.only && !opts.step) {
+    runner::start_environment_probe();
+    std::vector<record::Record> records;
+    int round = 0;
+    run_auto_rounds(ctx, g, todo, *opts.automatic, records, [&](const Scheduled& s) {
+      RunOptions o = run;
+      o.records = &records;
+      o.setup_done = ++round > 1;
+      measure(s, o);
+    });
+    return exit_code;
+  }
+  std::mt19937_64 rng(seed);
+  // Round r: the groups in a shuffled order, each group's revisions back to back, forwards in odd
+  // rounds and backwards in even ones, so neither runs second (warmer) every time.
+  Scheduled schedule;
+  const runner::Schedule base{1, rounds, seed, 1, new_batch_id()};
+  for (int r = 1; r <= rounds; ++r) append_round(schedule, todo, r, base, rng, true);
+  info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
+                      schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
+  runner::start_environment_probe();
+  measure(schedule, run);
   return exit_code;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/context.hpp"
 #include "cli/revisions.hpp"
+#include "cli/rounds.hpp"
 #include "cli/scheduler.hpp"
 
 namespace abtrack::cli {
@@ -17,6 +18,7 @@ namespace abtrack::cli {
 struct RevisionRunOptions {
   std::map<std::string, std::string> overrides;  // --rev NAME=REVISION
   int rounds = 0;                                // 0: the plan's `rounds:`, else 10
+  std::optional<AutoRounds> automatic;           // rounds: auto instead of a number of rounds
   std::optional<std::uint64_t> seed;             // shuffles the order of the groups in each round
   bool all = false;                              // every cell, not only those without a run on their code (--rev implies it)
   bool rebuild = false;                          // build every revision again (--rebuild)

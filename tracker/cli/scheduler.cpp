@@ -66,14 +66,11 @@ std::optional<Error> EarlyStop::add(const record::Record& rec) {
 
 record::Record compared_with_head(const Context& ctx, record::Record draft) {
   auto records = head_records(ctx);
+  draft.run = records.empty() ? 1 : records.back().run + 1;  // as a commit would number it, for the pools
+  records.push_back(draft);
   draft.comparison.reset();
-  const auto& run = draft.data;
-  if (auto base_cell = ctx.plan.baseline_for(run.cell); base_cell && !(*base_cell == run.cell) && run.outcome == runner::Outcome::pass) {
-    auto cells = record::cells_with_runs(ctx.plan, records);
-    auto it = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) { return c.cell == *base_cell; });
-    if (it != cells.end() && it->latest() && it->outcome() == runner::Outcome::pass)
-      draft.comparison = record::compare_with_baseline(ctx.plan, *it, run.samples);
-  }
+  if (auto c = record::compare_run(ctx.plan, records)) draft.comparison = std::move(*c);
+  draft.run = 0;
   return draft;
 }
 
@@ -152,13 +149,14 @@ std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, const Glob
 void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit) {
   CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
-  const auto setup = run_plan_setup(ctx, g, "");
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "");
   Progress bar(g, cells.size());
   EarlyStop early;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
     const Site site = site_of(ctx, opts, cell, setup);
-    const record::Code code = code_at_start(ctx, opts, site, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+    const record::Code code =
+        code_at_start(ctx, opts, site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
     bar.start_cell(i, progress_label(ctx.plan, cell, sched));
     auto progress = [&](int r, int n) { bar.invocation(r, n); };
     runner::Run run;
@@ -197,7 +195,7 @@ struct Finished {
 
 void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
-  const auto setup = run_plan_setup(ctx, g, "[setup] ");
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "[setup] ");
   std::deque<std::string> free_gpus(ctx.plan.gpus.begin(), ctx.plan.gpus.end());
   if (!free_gpus.empty()) jobs = std::min<int>(jobs, static_cast<int>(free_gpus.size()));
   jobs = std::max(1, jobs);
@@ -260,7 +258,7 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
       const auto& [cell, sched] = cells[i];
       // The code identity is taken on this thread (libgit2), when the cell starts.
       slots[i].site = site_of(ctx, opts, cell, setup);
-      slots[i].code = code_at_start(ctx, opts, *slots[i].site, i == 0 && !setup ? std::optional<bool>(dirty) : std::nullopt);
+      slots[i].code = code_at_start(ctx, opts, *slots[i].site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
       std::string gpu;
       if (!free_gpus.empty()) {
         gpu = free_gpus.front();

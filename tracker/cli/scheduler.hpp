@@ -27,6 +27,8 @@ struct RunOptions {
   bool results_to_stderr = false;  // each result line as progress (stderr, not with -q) instead of stdout
   // When set, receives each run's record: as committed, or as measured (dry_run, !commit).
   std::vector<record::Record>* records = nullptr;
+  // A later round of `rounds: auto`: the plan's setup already ran for this invocation.
+  bool setup_done = false;
 };
 
 // A batch id for the rounds of one invocation: random, whatever the seed, so that the rounds of

@@ -10,6 +10,7 @@
 #include "record/compare.hpp"
 #include "stats/linear_fit.hpp"
 #include "stats/prediction.hpp"
+#include "stats/paired.hpp"
 #include "stats/quantile.hpp"
 #include "stats/sweep.hpp"
 #include "util/text.hpp"
@@ -51,7 +52,7 @@ std::string comparison_text(const stats::Comparison& res) {
     return fmt::format("{} {} {}, {}", stats::delta_text(res), abs_interval(res.delta_abs_ci), stats::verdict_text(res),
                        p_text(res.decisive_p()));
   return fmt::format("{} {} {}, {}{}", pct(res.delta_pct), pct_interval(res.delta_ci_pct), stats::verdict_text(res),
-                     p_text(res.decisive_p()), res.analysis == "paired" ? fmt::format(", paired ×{}", res.pairs) : "");
+                     p_text(res.decisive_p()), res.analysis == "paired" ? ", " + stats::paired_text(res) : "");
 }
 
 std::string outcome_text(Outcome o) {
@@ -503,8 +504,13 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
              "(outside the Holm family); beyond ±" + fmt::format("{:g}", plan.min_effect_pct) + "% it is better or worse.";
       if (any_paired)
         t += " *paired ×N*: the cell and its baseline were measured in the same N rounds of one invocation (interleaved), so "
-             "they are compared round by round, which cancels drift between rounds: Δ is the median of the per-round ratios "
-             "of medians with its distribution-free CI, p from a Wilcoxon signed-rank test on their logs.";
+             "they are compared round by round, which cancels drift between rounds: Δ is the mean over the rounds of the "
+             "difference of the arms' mean log samples. σw is the spread of the samples within an invocation, σb that of "
+             "an invocation's own offset beyond what its round shares (Kalibera & Jones). *samples*: the invocations agree "
+             "(the rounds vary no more than the samples predict), so every sample counts (Student's t CI from the "
+             "within-invocation variance); *rounds*: they do not, so the round is the unit (Student's t on the rounds); "
+             "*auto*: `rounds: auto` looked after every round, so the CI is an anytime-valid confidence sequence "
+             "(docs/statistics.md).";
       if (any_absolute)
         t += " *(abs)*: a sample is ≤ 0, so there is no ratio: the change is the absolute B − A in the metric's unit "
              "(Hodges–Lehmann on the values), its CI judged against 0.";

@@ -20,7 +20,8 @@ const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
-    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds"};
+    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds",
+    "max_rounds", "budget"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
                                               "name", "state", "scale",  "better", "unit"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
@@ -224,7 +225,19 @@ class Loader {
     if (auto n = get("revisions")) load_revisions(*n, plan);
     if (auto n = get("build")) plan.build = scalar(*n, "build").value_or("");
     seconds("build_timeout", plan.build_timeout_s);
-    whole("rounds", 10000, plan.rounds);
+    if (auto n = get("rounds"); n && n->IsScalar() && n->Scalar() == "auto") plan.rounds_auto = true;
+    else whole("rounds", 10000, plan.rounds);
+    if (auto n = get("max_rounds")) {
+      if (auto v = number(*n, "max_rounds"); v && !(*v >= 2 && *v <= 10000 && std::floor(*v) == *v))
+        error(at(n->Mark()), fmt::format("max_rounds must be a whole number from 2 to 10000, not {}", n->Scalar()),
+              "rounds: auto needs at least 2 rounds to see how much the rounds vary");
+      else if (v) plan.max_rounds = static_cast<int>(*v);
+    }
+    if (auto n = get("budget")) {
+      if (auto v = n->IsScalar() ? util::parse_duration(n->Scalar()) : std::nullopt) plan.budget_s = *v;
+      else error(at(n->Mark()), fmt::format("budget must be a duration, not '{}'", n->IsScalar() ? n->Scalar() : "a list or map"),
+                 "e.g. budget: 30m, 2h, 1h30m or 90s");
+    }
     // Without revisions a build runs in the work tree before the cells, as a setup does.
     if (plan.revisions.empty() && !util::trim(plan.build).empty())
       plan.setup = util::trim(plan.setup).empty() ? plan.build : plan.build + " && " + plan.setup;
@@ -270,6 +283,8 @@ class Loader {
         for (const auto& c : plan.cells()) any |= matches(plan, c, *plan.baseline);
         if (!any) error(mark("baseline"), "the baseline matches no cell that is not excluded");
       }
+      if (plan.rounds_auto)
+        if (auto problem = auto_rounds_problem(plan)) error(mark("rounds"), problem->first, problem->second);
       if (plan.prediction && !plan.baseline)
         warn(mark("prediction"), "the prediction is judged against the baseline, and the plan names none: it stays unjudged",
              "add baseline: {axis: value}");

@@ -266,4 +266,14 @@ std::string recipe(const Plan& plan, const Cell& cell) {
   return util::sha256_hex(text).substr(0, 16);
 }
 
+std::optional<std::pair<std::string, std::string>> auto_rounds_problem(const Plan& plan) {
+  if (!plan.baseline)
+    return std::pair{std::string("rounds: auto runs until each cell's comparison with its baseline is decided, and the plan names no baseline"),
+                     std::string("add baseline: {axis: value} (with revisions:, e.g. baseline: {rev: base}), or give a number of rounds")};
+  if (std::none_of(plan.metrics.begin(), plan.metrics.end(), [](const Metric& m) { return m.better != Better::none; }))
+    return std::pair{std::string("rounds: auto needs a metric with better: to decide on, and the plan has none"),
+                     std::string("add better: lower (or higher) to the metric you compare, e.g. time_us: {json: t, better: lower}")};
+  return std::nullopt;
+}
+
 }  // namespace abtrack::plan

@@ -110,6 +110,9 @@ struct Plan {
   std::string build;               // `build:` run once per code tree (with revisions), else like setup
   double build_timeout_s = 3600;   // `build_timeout:`
   int rounds = 0;                  // `rounds:` for `run`; 0: not given (1, or 10 with revisions)
+  bool rounds_auto = false;        // `rounds: auto`: rounds until each comparison is decided
+  int max_rounds = 20;             // `max_rounds:` the most rounds `rounds: auto` runs
+  std::optional<double> budget_s;  // `budget:` the wall time `rounds: auto` may spend
   std::vector<std::pair<std::string, std::string>> env;
   std::string workdir;  // repo-relative; empty: the repository root
   double timeout_s = 600;
@@ -183,5 +186,10 @@ inline std::string_view to_string(Source s) {
 std::string_view to_string(Better b);
 // Whether `value OP threshold` holds.
 bool holds(Op op, double value, double threshold);
+
+// Why `rounds: auto` cannot run with this plan (what is wrong, and a hint), or nothing: it needs
+// a baseline and a metric with `better:`, since it runs until each cell's comparison with its
+// baseline is decided. Never throws.
+std::optional<std::pair<std::string, std::string>> auto_rounds_problem(const Plan& plan);
 
 }  // namespace abtrack::plan

@@ -22,7 +22,8 @@ namespace {
 //    which a mapping survives.
 // 6: the code's content identity (Code::tree) in the header, the schedule in the body.
 // 7: the code's recipe and revision in the header.
-constexpr std::string_view kMagic = "abtrack-record-cache 7\n";
+// 8: whether the schedule's batch ran `rounds: auto`.
+constexpr std::string_view kMagic = "abtrack-record-cache 8\n";
 
 class Writer {
  public:
@@ -144,6 +145,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
     w.pod<std::uint64_t>(s->seed);
     w.pod<std::int32_t>(s->position);
     w.str(s->batch);
+    w.pod<std::uint8_t>(s->sequential);
   }
   std::string payload = w.take();
   Writer frame;
@@ -264,6 +266,7 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     s.seed = in.pod<std::uint64_t>();
     s.position = in.pod<std::int32_t>();
     s.batch = in.str();
+    s.sequential = in.pod<std::uint8_t>() != 0;
     r.data.schedule = std::move(s);
   }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -141,8 +142,9 @@ std::string round_key(const Record& r) {
   return r.data.schedule->batch + "/" + std::to_string(r.data.schedule->round);
 }
 
-// Each measured round's samples of `metric` over the pool's valid runs, by round.
-std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std::string& metric) {
+// Each measured round's samples of `metric` over the pool's valid runs, by round; `sequential`
+// collects the rounds of batches that ran `rounds: auto`.
+std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std::string& metric, std::set<std::string>& sequential) {
   std::map<std::string, std::vector<double>> out;
   for (const auto* r : c.pool()) {
     if (r->data.outcome == runner::Outcome::invalid) continue;
@@ -150,22 +152,57 @@ std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std
     auto s = r->data.samples.find(metric);
     if (key.empty() || s == r->data.samples.end() || s->second.empty()) continue;
     out[key].insert(out[key].end(), s->second.begin(), s->second.end());
+    if (r->data.schedule->sequential) sequential.insert(key);
   }
   return out;
 }
 
 }  // namespace
 
+std::optional<Comparison> compare_run(const plan::Plan& plan, const std::vector<Record>& records) {
+  if (records.empty()) return std::nullopt;
+  const Record& rec = records.back();
+  const auto& run = rec.data;
+  auto base_cell = plan.baseline_for(run.cell);
+  if (!base_cell || *base_cell == run.cell || run.outcome != runner::Outcome::pass) return std::nullopt;
+  const auto cells = cells_with_runs(plan, records);
+  auto it = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
+  if (it == cells.end() || !it->latest() || it->outcome() != runner::Outcome::pass) return std::nullopt;
+  Comparison c = compare_with_baseline(plan, *it, run.samples);
+  if (run.schedule && !run.schedule->batch.empty()) {
+    auto self = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& x) { return x.cell == run.cell; });
+    if (self != cells.end()) pair_by_round(plan, *it, *self, c);
+  }
+  return c;
+}
+
 Comparison compare_pools(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell) {
   Comparison c = compare_with_baseline(plan, baseline, cell.pooled_samples());
+  pair_by_round(plan, baseline, cell, c);
+  return c;
+}
+
+std::vector<stats::RoundPair> paired_rounds(const CellRuns& baseline, const CellRuns& cell, const std::string& metric,
+                                            bool& sequential) {
+  std::set<std::string> auto_rounds;
+  auto a = by_round(baseline, metric, auto_rounds), b = by_round(cell, metric, auto_rounds);
+  std::vector<stats::RoundPair> rounds;
+  sequential = false;
+  for (auto& [key, samples] : b)
+    if (auto it = a.find(key); it != a.end()) {
+      rounds.push_back(stats::RoundPair{it->second, samples});
+      // Rounds of a `rounds: auto` batch were looked at after each round: judged anytime-valid.
+      sequential = sequential || auto_rounds.contains(key);
+    }
+  return rounds;
+}
+
+void pair_by_round(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell, Comparison& c) {
   stats::CompareOptions opts;
   opts.alpha = plan.alpha;
   opts.min_effect = plan.min_effect_pct / 100.0;
   for (auto& m : c.metrics) {
-    auto a = by_round(baseline, m.metric), b = by_round(cell, m.metric);
-    std::vector<stats::RoundPair> rounds;
-    for (auto& [key, samples] : b)
-      if (auto it = a.find(key); it != a.end()) rounds.push_back(stats::RoundPair{it->second, samples});
+    auto rounds = paired_rounds(baseline, cell, m.metric, opts.sequential);
     if (rounds.size() < 2) continue;
     const auto* spec = plan.metric(m.metric);
     opts.better = spec && spec->better == plan::Better::higher ? stats::Better::higher : stats::Better::lower;
@@ -176,7 +213,6 @@ Comparison compare_pools(const plan::Plan& plan, const CellRuns& baseline, const
       c.notes.push_back(fmt::format("{}: not paired: {}", m.metric, e.diagnostics().front().message));
     }
   }
-  return c;
 }
 
 }  // namespace abtrack::record

@@ -7,6 +7,7 @@
 #include "plan/plan.hpp"
 #include "record/cache.hpp"
 #include "record/record.hpp"
+#include "stats/paired.hpp"
 
 namespace abtrack::record {
 
@@ -69,5 +70,22 @@ Comparison compare_with_baseline(const plan::Plan& plan, const CellRuns& baselin
 // records' schedule has the same batch and round), over those rounds; else the pooled samples
 // (compare_with_baseline). Each metric's result says which (stats::Comparison::analysis).
 Comparison compare_pools(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell);
+
+// The comparison a run's record carries: the last of `records` (sorted by run number) against
+// its baseline cell's pool as `records` have it, metric by metric; paired by round (over the
+// rounds of its pool) where its invocation measured both in two rounds or more. Empty for a
+// baseline run, a run that did not pass, or a baseline cell without a passing pool.
+std::optional<Comparison> compare_run(const plan::Plan& plan, const std::vector<Record>& records);
+
+// The rounds in which one invocation measured `metric` in both cells (their records' schedule has
+// the same batch and round), over each cell's pool; `sequential` says whether a round came from a
+// `rounds: auto` batch.
+std::vector<stats::RoundPair> paired_rounds(const CellRuns& baseline, const CellRuns& cell, const std::string& metric,
+                                            bool& sequential);
+
+// Replaces each metric of `c` that at least two rounds of one invocation measured in both cells
+// with its paired comparison over those rounds (anytime-valid when a round came from a
+// `rounds: auto` batch); other metrics keep the pooled comparison.
+void pair_by_round(const plan::Plan& plan, const CellRuns& baseline, const CellRuns& cell, Comparison& c);
 
 }  // namespace abtrack::record

@@ -84,6 +84,15 @@ ojson comparison_json(const Comparison& c) {
                               {"delta_abs", r.absolute ? num(r.delta_abs) : ojson(nullptr)},
                               {"delta_abs_ci", r.absolute ? interval(r.delta_abs_ci) : ojson(nullptr)},
                               {"notes", r.notes}};
+    if (r.analysis == "paired") {  // which analysis, on what basis, and the variance components behind it
+      auto& j = metrics[m.metric];
+      j["analysis"] = r.analysis;
+      j["pairs"] = r.pairs;
+      j["basis"] = r.basis;
+      j["df"] = num(r.df);
+      j["sigma_within_pct"] = num(r.sigma_within_pct);
+      j["sigma_between_pct"] = num(r.sigma_between_pct);
+    }
   }
   return ojson{{"baseline_run", c.baseline_run},
                {"baseline_cell", c.baseline_cell},
@@ -124,6 +133,14 @@ stats::Comparison parse_metric_comparison(const ojson& m) {
   if (r.absolute) {
     r.delta_abs = m["delta_abs"].get<double>();
     r.delta_abs_ci = parse_interval(m, "delta_abs_ci");
+  }
+  if (m.value("analysis", "") == "paired") {
+    r.analysis = "paired";
+    r.pairs = m.contains("pairs") && m["pairs"].is_number_unsigned() ? m["pairs"].get<std::size_t>() : 0;
+    r.basis = m.value("basis", "");
+    r.df = num_or(m, "df", 0);
+    r.sigma_within_pct = num_or(m, "sigma_within_pct", std::nan(""));
+    r.sigma_between_pct = num_or(m, "sigma_between_pct", std::nan(""));
   }
   if (m.contains("notes") && m["notes"].is_array())
     for (const auto& n : m["notes"])
@@ -306,7 +323,8 @@ std::string to_json(const Record& r) {
                                                 {"rounds", r.data.schedule->rounds},
                                                 {"seed", r.data.schedule->seed},
                                                 {"position", r.data.schedule->position},
-                                                {"batch", r.data.schedule->batch.empty() ? ojson(nullptr) : ojson(r.data.schedule->batch)}}
+                                                {"batch", r.data.schedule->batch.empty() ? ojson(nullptr) : ojson(r.data.schedule->batch)},
+                                                {"design", r.data.schedule->sequential ? "auto" : "fixed"}}
                                        : ojson(nullptr)},
           {"placement", r.data.placement ? placement_json(*r.data.placement) : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
@@ -365,7 +383,8 @@ Record parse_record(std::string_view text, const std::string& name) {
       const auto& sj = j["schedule"];
       r.data.schedule = runner::Schedule{sj.value("round", 1), sj.value("rounds", 1), sj.value("seed", std::uint64_t{0}),
                                          sj.value("position", 1),
-                                         sj.contains("batch") && sj["batch"].is_string() ? sj["batch"].get<std::string>() : ""};
+                                         sj.contains("batch") && sj["batch"].is_string() ? sj["batch"].get<std::string>() : "",
+                                         sj.value("design", "fixed") == "auto"};
     }
     if (j.contains("placement") && j["placement"].is_object()) {
       const auto& pj = j["placement"];

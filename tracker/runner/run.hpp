@@ -52,6 +52,9 @@ struct Schedule {
   // The invocation that ran it (16 hex digits, drawn per `run`): runs of one batch and round
   // were measured side by side, so a cell and its baseline pair by round. Empty: not interleaved.
   std::string batch;
+  // `rounds: auto`: the batch ran until its comparisons were decided (`rounds` is then its
+  // max_rounds), so its comparisons are judged with the anytime-valid analysis.
+  bool sequential = false;
 };
 
 // Where a run was measured, when it matters: a GPU handed out by `gpus:`, or a Slurm task.

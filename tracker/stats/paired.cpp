@@ -165,6 +165,24 @@ RoundEstimate estimate_rounds(const RoundSeries& series, double alpha, bool sequ
   return e;
 }
 
+std::optional<std::size_t> expected_rounds(double mean, double sd, double delta, double alpha, bool sequential,
+                                           std::size_t max_rounds) {
+  if (!(sd >= 0) || !std::isfinite(mean) || !(alpha > 0 && alpha < 1)) return std::nullopt;
+  for (std::size_t n = 2; n <= max_rounds; ++n) {
+    const double factor = sequential ? sequential_t_boundary(n, alpha) : t_quantile(1 - alpha / 2, static_cast<double>(n - 1));
+    const double half = factor * sd / std::sqrt(static_cast<double>(n));
+    if (std::fabs(mean) - half > delta || std::fabs(mean) + half < delta) return n;
+  }
+  return std::nullopt;
+}
+
+std::string paired_text(const Comparison& c) {
+  const std::string basis = c.basis == "sequential" ? "auto" : c.basis;
+  if (basis.empty() || basis == "none" || basis == "exact" || !std::isfinite(c.sigma_within_pct))
+    return fmt::format("paired ×{}", c.pairs);
+  return fmt::format("paired ×{} ({}, σw {:.1f}%, σb {:.1f}%)", c.pairs, basis, c.sigma_within_pct, c.sigma_between_pct);
+}
+
 Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOptions& options) {
   check_options(options);
   if (rounds.empty()) {

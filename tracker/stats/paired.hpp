@@ -89,6 +89,18 @@ double sequential_t_boundary(std::size_t n, double alpha, double g = sequential_
 // The Bayes factor (e-value) of the sequential analysis for a t statistic after n rounds.
 double sequential_bayes_factor(double t, std::size_t n, double g = sequential_prior_g);
 
+// The fewest rounds (2 to max_rounds) after which a mean contrast `mean` with a per-round standard
+// deviation `sd` (both log scale) is expected to be decided against `delta` (= ln(1 + min_effect)):
+// the interval, centred on `mean`, lies beyond +-delta or inside it. Fixed design: Student's t
+// with n - 1 degrees of freedom; sequential: the confidence sequence. Empty when max_rounds are
+// not expected to be enough. Never throws.
+std::optional<std::size_t> expected_rounds(double mean, double sd, double delta, double alpha, bool sequential,
+                                           std::size_t max_rounds);
+
+// How a paired comparison was made, for tables: "paired ×6 (rounds, σw 3.0%, σb 2.1%)" (basis
+// "auto" for sequential); "paired ×6" without variance components. Never throws.
+std::string paired_text(const Comparison& c);
+
 // Compares a cell with its baseline measured in the same rounds, paired by round: the contrast is
 // mean(ln B_i) - mean(ln A_i), the change exp(mean) - 1 with its interval (estimate_rounds), the
 // verdict as decide(). Every sample of each arm one value (>= 2 rounds): the change is exact (no

@@ -1,6 +1,7 @@
 #include "util/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -79,6 +80,24 @@ std::optional<double> parse_double(std::string_view s) {
   double v = std::strtod(tmp.c_str(), &end);
   if (end != tmp.c_str() + tmp.size()) return std::nullopt;
   return v;
+}
+
+std::optional<double> parse_duration(std::string_view text) {
+  std::string_view s = trim(text);
+  if (auto plain = parse_double(s)) return *plain > 0 && std::isfinite(*plain) ? plain : std::nullopt;
+  double total = 0;
+  while (!s.empty()) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == 0 || i == s.size()) return std::nullopt;
+    auto value = parse_double(s.substr(0, i));
+    const char unit = s[i];
+    const double scale = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
+    if (!value || scale == 0) return std::nullopt;
+    total += *value * scale;
+    s.remove_prefix(i + 1);
+  }
+  return total > 0 ? std::optional<double>(total) : std::nullopt;
 }
 
 std::string utf8_tail(std::string_view s, std::size_t max_bytes) {

@@ -26,6 +26,10 @@ std::vector<std::string> split(std::string_view s, char sep);
 // Parses a whole string as a finite or non-finite double (strtod rules, no trailing text).
 std::optional<double> parse_double(std::string_view s);
 
+// A duration in seconds: a number with a unit (`90s`, `30m`, `2h`, `1.5h`), parts summed
+// (`1h30m`), or a plain number of seconds. Empty for anything else, or for a duration <= 0.
+std::optional<double> parse_duration(std::string_view s);
+
 // The last `max_bytes` of `s`, cut at a UTF-8 boundary, invalid bytes replaced by U+FFFD, so
 // the result is valid UTF-8 for JSON.
 std::string utf8_tail(std::string_view s, std::size_t max_bytes);

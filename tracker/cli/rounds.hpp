@@ -1,0 +1,55 @@
+#pragma once
+// Rounds of `run`: the schedule of interleaved rounds, fixed or `rounds: auto` (one round at a
+// time of the cells still undecided, until each comparison with its baseline is decided, the
+// plan's max_rounds, or its budget). docs/statistics.md, "rounds: auto".
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "cli/context.hpp"
+#include "plan/plan.hpp"
+#include "runner/run.hpp"
+
+namespace abtrack::cli {
+
+// Cells that run back to back in a round (a group of revisions; or one cell).
+using Unit = std::vector<plan::Cell>;
+using Scheduled = std::vector<std::pair<plan::Cell, runner::Schedule>>;
+
+// Appends round `round` of `units` to `out`: the units in an order shuffled by `rng` (Fisher–Yates
+// over mt19937_64, whose output the standard fixes: a seed gives one schedule) when `shuffle`,
+// each unit's cells forwards in odd rounds and backwards in even ones. Every entry gets `base`
+// with its round and its position in `out`.
+void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base, std::mt19937_64& rng,
+                  bool shuffle);
+
+// What `rounds: auto` needs to know.
+struct AutoRounds {
+  int max_rounds = 20;
+  std::optional<double> budget_s;
+  std::uint64_t seed = 0;
+  bool shuffle = true;  // shuffle the units in each round
+  bool dry_run = false;
+};
+
+// Runs `rounds: auto` over `units`: round after round, each through `run_round` (one round's
+// schedule: the units still in play), judging after each round from 2 on the paired comparisons
+// of every variant cell with its baseline (the anytime-valid analysis, Holm over the cells of
+// this invocation): a cell is decided when each of its metrics with `better:` reads better,
+// worse or equivalent. A unit stays in play while it holds an undecided cell or the baseline of
+// one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; prints
+// what each cell came to. `records` receives every run's record (as run_serial's opts.records).
+void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Unit>& units, const AutoRounds& opts,
+                     std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round);
+
+// Each cell as a unit of its own.
+std::vector<Unit> single_units(const std::vector<plan::Cell>& cells);
+
+// For `run --dry-run`: from the pools already recorded, the rounds a fixed design and
+// `rounds: auto` are expected to need to decide each variant cell, one line per cell.
+std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds);
+
+}  // namespace abtrack::cli
