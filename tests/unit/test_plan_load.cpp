@@ -316,3 +316,40 @@ TEST_CASE("a YAML syntax error in an unquoted value gets a hint to quote it") {
   REQUIRE(flow.size() == 1);
   CHECK(flow[0].find("hint:") == std::string::npos);
 }
+
+TEST_CASE("warmup: the plan's count, a metric's own, and where each was given") {
+  const std::string base = "experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\n";
+  auto none = parse(base + "metrics: {t: {json: t}}\n");
+  CHECK(none.warmup == 0);
+  CHECK(none.metrics[0].warmup == 0);
+  auto p = parse(base + "warmup: 3\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
+  CHECK(p.warmup == 3);
+  REQUIRE(p.metrics.size() == 3);
+  CHECK(p.metrics[0].warmup == 3);
+  CHECK(format_diagnostic(Diagnostic{p.metrics[0].warmup_where, "x", ""}).starts_with("abtrack.yaml:5:9:"));
+  CHECK(p.metrics[1].warmup == 0);
+  CHECK(p.metrics[2].warmup == 1);
+  CHECK(format_diagnostic(Diagnostic{p.metrics[2].warmup_where, "x", ""}).starts_with("abtrack.yaml:9:24:"));
+  // What warm-up drops is part of how a cell is run: other counts never pool.
+  auto q = parse(base + "warmup: 2\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
+  CHECK(plan::recipe(p, p.cells()[0]) != plan::recipe(q, q.cells()[0]));
+  auto zero = parse(base + "warmup: 0\nmetrics: {t: {json: t}}\n");
+  CHECK(plan::recipe(zero, zero.cells()[0]) == plan::recipe(none, none.cells()[0]));  // no warm-up: recipes as before
+}
+
+TEST_CASE("warmup must be a whole number of samples, 0 or more") {
+  const std::string base = "experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\n";
+  for (const char* bad : {"-1", "1.5", "two", "[1]"}) {
+    auto errs = errors_of(base + "warmup: " + bad + "\nmetrics: {t: {json: t}}\n");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].starts_with("abtrack.yaml:5:9: "));
+    CHECK(errs[0].find("warmup must be") != std::string::npos);
+  }
+  auto errs = errors_of(base + "metrics: {t: {json: t, warmup: -2}}\n");
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].find("abtrack.yaml:5:") == 0);
+  CHECK(errs[0].find("metric 't': warmup must be a whole number of samples, 0 or more, not -2") != std::string::npos);
+  auto typo = errors_of(base + "warmpu: 2\nmetrics: {t: {json: t}}\n");
+  REQUIRE(typo.size() == 1);
+  CHECK(typo[0].find("did you mean 'warmup'") != std::string::npos);
+}

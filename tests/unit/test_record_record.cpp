@@ -51,3 +51,27 @@ TEST_CASE("a malformed record names its file") {
   CHECK_THROWS_WITH_AS(record::parse_record("not json", "runs/occ/0002.json"),
                        doctest::Contains("runs/occ/0002.json: malformed run record: not a JSON object"), Error);
 }
+
+TEST_CASE("warm-up samples are kept apart from the samples, and read back") {
+  record::Record r;
+  r.experiment = "occ";
+  r.run = 1;
+  r.data.outcome = runner::Outcome::pass;
+  r.data.samples["t"] = {10, 11, 12};
+  r.data.samples["err"] = {0};
+  r.data.warmup["t"] = {100, 90};
+  plan::Metric t;
+  t.name = "t";
+  t.warmup = 2;
+  plan::Metric err;
+  err.name = "err";
+  r.metric_specs = {t, err};
+  auto text = record::to_json(r);
+  CHECK(text.find("\"warmup\": 2") != std::string::npos);
+  CHECK(text.find("\"n\": 3") != std::string::npos);  // the summary counts the kept samples
+  CHECK(text.find("\"median\": 11.0") != std::string::npos);
+  auto back = record::parse_record(text, "runs/occ/0001.json");
+  CHECK(back.data.samples["t"] == r.data.samples["t"]);
+  CHECK(back.data.warmup["t"] == r.data.warmup["t"]);
+  CHECK(back.data.warmup.count("err") == 0);  // a metric without warm-up has no warmup_samples
+}

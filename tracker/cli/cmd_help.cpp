@@ -18,9 +18,10 @@ const std::vector<Command>& commands() {
       {"step", "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE[,VALUE...]]... [--no-commit]",
        "one run of the first pending cell (or the given one), one commit",
        "Runs the plan's setup (if any) and then the command of one cell `repeats` times, reads the metrics\n"
-       "from stdout, evaluates the gates, writes runs/<experiment>/<NNNN>.json, re-renders the document's\n"
-       "regions and commits both in one commit on HEAD's branch. Without --cell it takes the first cell\n"
-       "that has no run yet.\n"
+       "from stdout (the first `warmup:` samples of each invocation kept apart from the analysis; an\n"
+       "invocation that gives no more is an error, exit 2, nothing recorded), evaluates the gates (on every\n"
+       "sample), writes runs/<experiment>/<NNNN>.json, re-renders the document's regions and commits\n"
+       "both in one commit on HEAD's branch. Without --cell it takes the first cell that has no run yet.\n"
        "  --cell k=v,...      run this cell (every axis named), even if it has runs already\n"
        "  --record FILE       do not run anything: read the metrics from FILE as if it were the command's stdout\n"
        "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c), in\n"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -253,6 +254,27 @@ std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns
 
 // With three or more revisions: each revision against the one before it in `revisions:`, per
 // cell of the other axes — the path a series of commits took. Holm over this table's comparisons.
+// What warm-up dropped, for the results' note: " The first 2 samples of every invocation ...".
+std::string warmup_note(const plan::Plan& plan) {
+  std::set<int> counts;
+  std::vector<std::string> parts, kept_whole;
+  for (const auto& m : plan.metrics) {
+    if (m.warmup > 0) counts.insert(m.warmup);
+    if (m.warmup > 0) parts.push_back(fmt::format("{} of `{}`", m.warmup, m.name));
+    else kept_whole.push_back("`" + m.name + "`");
+  }
+  if (counts.empty()) return {};
+  const int n = *counts.begin();
+  std::string what = counts.size() == 1
+                         ? fmt::format("The first {} sample{} of every invocation were dropped as warm-up (`warmup: {}`{})", n,
+                                       n == 1 ? "" : "s", n,
+                                       kept_whole.empty() ? "" : fmt::format("; none of {}", fmt::join(kept_whole, ", ")))
+                         : fmt::format("The first samples of every invocation were dropped as warm-up (`warmup:`): {}",
+                                       fmt::join(parts, ", "));
+  return " " + what + "; n, medians and comparisons use the rest, the records keep them apart (`warmup_samples`), and "
+         "gates hold for them too.";
+}
+
 std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
   const plan::Metric& m = primary_metric(plan);
   if (plan.revisions.size() < 3 || m.better == plan::Better::none) return {};
@@ -490,8 +512,8 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   if (!plan.metrics.empty()) {
     t += fmt::format(
         "\nEach row pools the samples of the cell's runs on the same code (the runs listed); a run on new code "
-        "starts a new pool. Medians with their distribution-free 95% CI (shown from 6 samples); n counts `{}` samples.",
-        primary.name);
+        "starts a new pool. Medians with their distribution-free 95% CI (shown from 6 samples); n counts `{}` samples.{}",
+        primary.name, warmup_note(plan));
     if (plan.baseline && !compared.empty()) {
       t += fmt::format(
           " Δ is the Hodges–Lehmann change against the baseline cell with its {:g}% CI; verdicts from a two-sided "

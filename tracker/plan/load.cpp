@@ -21,9 +21,9 @@ const std::vector<std::string> kTopKeys = {
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
     "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds",
-    "max_rounds", "budget"};
+    "max_rounds", "budget", "warmup"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
-                                              "name", "state", "scale",  "better", "unit"};
+                                              "name", "state", "scale",  "better", "unit", "warmup"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
     {"json", Source::json}, {"regex", Source::regex}, {"hyperfine", Source::hyperfine},
     {"gbench", Source::gbench}, {"nvbench", Source::nvbench}};
@@ -243,6 +243,7 @@ class Loader {
       plan.setup = util::trim(plan.setup).empty() ? plan.build : plan.build + " && " + plan.setup;
     if (auto n = get("axes")) load_axes(*n, plan);
     else if (plan.revisions.empty()) missing("axes", "list what is varied, e.g. axes: {warps: [4, 8]}");
+    if (auto n = get("warmup")) load_warmup(*n, "warmup", plan.warmup, m_warmup_where);
     if (auto n = get("metrics")) load_metrics(*n, plan);
     else missing("metrics", "say how to read results, e.g. metrics: {time_us: {json: median_us}}");
     if (auto n = get("exclude")) {
@@ -705,7 +706,23 @@ class Loader {
         else if (b) error(at(it->second.second.Mark()), fmt::format("better must be 'lower' or 'higher', not '{}'{}", *b, util::suggestion_suffix(*b, {"lower", "higher"})));
       }
       if (auto it = keys.find("unit"); it != keys.end()) m.unit = scalar(it->second.second, "unit").value_or("");
+      m.warmup = plan.warmup;
+      m.warmup_where = m_warmup_where;
+      if (auto it = keys.find("warmup"); it != keys.end())
+        load_warmup(it->second.second, fmt::format("metric '{}': warmup", m.name), m.warmup, m.warmup_where);
       plan.metrics.push_back(std::move(m));
+    }
+  }
+
+  // `warmup:` (the plan's or a metric's): how many samples of every invocation are dropped.
+  void load_warmup(const YAML::Node& n, const std::string& what, int& field, Location& where) {
+    auto v = number(n, what);
+    if (v && !(*v >= 0 && *v <= 1e9 && std::floor(*v) == *v))
+      error(at(n.Mark()), fmt::format("{} must be a whole number of samples, 0 or more, not {}", what, n.Scalar()),
+            "the first N samples of every invocation are dropped as warm-up, e.g. warmup: 2");
+    else if (v) {
+      field = static_cast<int>(*v);
+      where = at(n.Mark());
     }
   }
 
@@ -1062,6 +1079,7 @@ class Loader {
   fs::path m_root;
   std::vector<Diagnostic> m_errors;
   std::vector<Diagnostic> m_warnings;
+  Location m_warmup_where;  // the plan's `warmup:` value: its metrics' default
 };
 
 }  // namespace

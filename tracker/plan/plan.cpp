@@ -263,6 +263,10 @@ std::string recipe(const Plan& plan, const Cell& cell) {
   for (const auto& [k, v] : plan.env) part("env " + k, substitute(plan, cell, v, false));
   part("setup", plan.setup);
   part("build", plan.build);  // run as written: no {axis} in it is replaced
+  // What warm-up drops decides what `samples` hold: runs that dropped other counts never pool.
+  // (Nothing is added without warm-up, so those recipes stay as they were.)
+  for (const auto& m : plan.metrics)
+    if (m.warmup > 0) part("warmup " + m.name, std::to_string(m.warmup));
   return util::sha256_hex(text).substr(0, 16);
 }
 

@@ -42,6 +42,10 @@ struct Metric {
   Better better = Better::none;
   std::string unit;
   Location where;
+  // The first samples of every invocation dropped from the analysis as warm-up (the metric's
+  // `warmup:`, else the plan's), and where that count was given (the run's error names it).
+  int warmup = 0;
+  Location warmup_where;
 };
 
 enum class Op { lt, le, gt, ge, eq, ne };
@@ -117,6 +121,7 @@ struct Plan {
   std::string workdir;  // repo-relative; empty: the repository root
   double timeout_s = 600;
   int repeats = 1;
+  int warmup = 0;              // `warmup:` each metric's default (Metric::warmup holds the one that applies)
   double alpha = 0.05;         // significance level of comparisons
   double min_effect_pct = 0.5; // changes smaller than this are "equivalent"
   std::vector<Metric> metrics;

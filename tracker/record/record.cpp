@@ -273,6 +273,13 @@ std::string to_json(const Record& r) {
       if (m.better != plan::Better::none) entry["better"] = plan::to_string(m.better);
     }
     entry["samples"] = samples_json;
+    if (auto w = r.data.warmup.find(name); w != r.data.warmup.end()) {
+      for (const auto& m : r.metric_specs)
+        if (m.name == name) entry["warmup"] = m.warmup;
+      ojson dropped = ojson::array();
+      for (double v : w->second) dropped.push_back(num(v));
+      entry["warmup_samples"] = dropped;
+    }
     entry["summary"] = summary;
     metrics[name] = entry;
   }
@@ -368,6 +375,10 @@ Record parse_record(std::string_view text, const std::string& name) {
     for (const auto& [k, v] : j.at("metrics").items()) {
       auto& dst = r.data.samples[k];
       for (const auto& s : v.at("samples")) dst.push_back(s.is_number() ? s.get<double>() : std::nan(""));
+      if (v.contains("warmup_samples") && v["warmup_samples"].is_array()) {
+        auto& w = r.data.warmup[k];
+        for (const auto& s : v["warmup_samples"]) w.push_back(s.is_number() ? s.get<double>() : std::nan(""));
+      }
     }
     for (const auto& g : j.value("gates", ojson::array())) {
       gates::GateResult gr;

@@ -1,5 +1,6 @@
 #include "runner/run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -42,9 +43,31 @@ std::string failure(const char* what, const util::ProcessResult& r, double timeo
   return {};
 }
 
+// Adds one invocation's samples of `m` to the run: the first `m.warmup` apart, the rest to the
+// analysed samples. `source` names the invocation in the error when warm-up would drop them all.
+void add_samples(const plan::Metric& m, std::vector<double> samples, Run& run, const std::string& source) {
+  const auto drop = static_cast<std::size_t>(std::max(0, m.warmup));
+  if (drop > 0 && samples.size() <= drop)
+    throw Error(Exit::usage, m.warmup_where,
+                fmt::format("warmup: {} drops every sample of '{}': {} gave {}; nothing was recorded for this run", m.warmup,
+                            m.name, source, samples.size()),
+                fmt::format("warmup must be below the samples one invocation gives: lower it, or give the metric its "
+                            "own (metrics: {{{}: {{..., warmup: 0}}}})",
+                            m.name));
+  if (drop > 0) {
+    auto& w = run.warmup[m.name];
+    w.insert(w.end(), samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(drop));
+  }
+  auto& dst = run.samples[m.name];
+  dst.insert(dst.end(), samples.begin() + static_cast<std::ptrdiff_t>(drop), samples.end());
+}
+
 // Evaluates the gates and settles the outcome. `run.reason` already set means invalid.
 void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
-  run.gates = gates::evaluate(plan.gates, run.samples);
+  // A gate holds for every sample, the warm-up ones too: a wrong result is wrong however early.
+  auto all = run.samples;
+  for (const auto& [name, w] : run.warmup) all[name].insert(all[name].end(), w.begin(), w.end());
+  run.gates = gates::evaluate(plan.gates, all);
   if (run.reason.empty() && !missing.empty()) run.reason = fmt::format("{}", fmt::join(missing, "; "));
   // Reasons quote what a command printed: keep them valid UTF-8 (the record and the document
   // must agree byte for byte).
@@ -56,8 +79,9 @@ void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& mi
   std::vector<std::string> failed;
   for (const auto& g : run.gates) {
     if (g.holds) continue;
-    failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples)", g.expression,
-                                 util::format_number(*g.worst), g.violations, run.samples[g.metric].size()));
+    failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples{})", g.expression,
+                                 util::format_number(*g.worst), g.violations, all[g.metric].size(),
+                                 run.warmup.count(g.metric) ? ", warm-up included" : ""));
   }
   run.outcome = failed.empty() ? Outcome::pass : Outcome::fail;
   run.reason = fmt::format("{}", fmt::join(failed, "; "));
@@ -146,6 +170,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
       break;
     }
     for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
+      const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(), [&](const plan::Metric& x) { return x.name == name; });
       if (!e.ok()) {
         std::string why = e.error;
         if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
@@ -153,8 +178,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
         missing.push_back(why);
         continue;
       }
-      auto& dst = run.samples[name];
-      dst.insert(dst.end(), e.samples.begin(), e.samples.end());
+      if (m != cell_metrics.end()) add_samples(*m, std::move(e.samples), run, fmt::format("{} of cell {}", plan.repeats > 1 ? what : "the command", plan.label(cell)));
     }
     if (!missing.empty()) break;
   }
@@ -178,7 +202,7 @@ Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::o
     if (auto v = values.find(m.name); v != values.end()) {
       run.samples[m.name] = v->second;
     } else if (auto e = extracted.find(m.name); e != extracted.end() && e->second.ok()) {
-      run.samples[m.name] = e->second.samples;
+      add_samples(m, e->second.samples, run, "the --record file for cell " + plan.label(cell));
     } else if (e != extracted.end()) {
       missing.push_back(e->second.error);
     } else {

@@ -79,6 +79,9 @@ struct Run {
   util::HeapOptional<Invocation> setup;
   std::vector<Invocation> invocations;
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
+  // Per metric with `warmup:`: the first samples of each invocation, dropped from `samples`
+  // (and so from every analysis); the gates still see them.
+  std::map<std::string, std::vector<double>> warmup;
   std::vector<gates::GateResult> gates;
   util::HeapOptional<Schedule> schedule;
   util::HeapOptional<Placement> placement;
@@ -101,12 +104,14 @@ using ProgressFn = std::function<void(int, int)>;
 
 // Runs the cell's command `plan.repeats` times, reads the metrics, evaluates the gates.
 // A failing setup makes the run invalid without running the command. Throws Interrupted
-// when SIGINT/SIGTERM arrives (nothing is measured completely then).
+// when SIGINT/SIGTERM arrives (nothing is measured completely then), and Error(usage) naming
+// the plan's `warmup:` when an invocation gives no more samples of a metric than it drops.
 Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
              const SetupResult* setup, const ProgressFn& progress = {});
 
-// A run from values measured elsewhere: `output` (a file's text, read like stdout) and/or
-// explicit samples per metric (which take precedence). Missing metrics make it invalid.
+// A run from values measured elsewhere: `output` (a file's text, read like stdout, one
+// invocation: `warmup:` applies, as in run_cell) and/or explicit samples per metric (which take
+// precedence, recorded as given). Missing metrics make it invalid.
 Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::optional<std::string>& output,
                     const std::map<std::string, std::vector<double>>& values, std::string source);
 
