@@ -18,7 +18,10 @@ const std::vector<Command>& commands() {
       {"step", "step [--cell k=v,...] [--record FILE] [--metric NAME=VALUE[,VALUE...]]... [--no-commit]",
        "one run of the first pending cell (or the given one), one commit",
        "Runs the plan's setup (if any) and then the command of one cell `repeats` times, reads the metrics\n"
-       "from stdout, evaluates the gates, writes runs/<experiment>/<NNNN>.json, re-renders the document's\n"
+       "from stdout (and, for ncu: metrics, from one more invocation under Nsight Compute after those:\n"
+       "ncu is $ABTRACK_NCU, else ncu on PATH or in /usr/local/cuda/bin; cuobjdump, for the facts of\n"
+       "CUDA artifacts, likewise with $ABTRACK_CUOBJDUMP), evaluates the gates, writes\n"
+       "runs/<experiment>/<NNNN>.json, re-renders the document's\n"
        "regions and commits both in one commit on HEAD's branch. Without --cell it takes the first cell\n"
        "that has no run yet.\n"
        "  --cell k=v,...      run this cell (every axis named), even if it has runs already\n"
@@ -26,6 +29,7 @@ const std::vector<Command>& commands() {
        "  --metric NAME=V     do not run anything: record these samples (repeatable; V may be a,b,c), in\n"
        "                      the metric's unit: a plan's scale: is not applied to them; every metric needs a\n"
        "                      value (from --metric, or from --record's file for metrics read from stdout)\n"
+       "                      but an ncu: metric, which is left out unless given\n"
        "  --no-commit         a dry run: run and print the result line (\"dry run ...\", compared with\n"
        "                      HEAD's records) without committing or journaling anything\n"
        "An invalid run prints the last lines of its command's stderr under the result line.\n"

@@ -1,5 +1,6 @@
 #include "runner/run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -10,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "metrics/extract.hpp"
+#include "runner/profile.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -42,6 +44,14 @@ std::string failure(const char* what, const util::ProcessResult& r, double timeo
   return {};
 }
 
+// Why a metric has no samples in a run whose invocations counted: its ncu profile's message.
+std::string unmeasured(const Run& run, const std::string& metric) {
+  for (const auto& p : run.profiles)
+    if (std::find(p.metrics.begin(), p.metrics.end(), metric) != p.metrics.end() && !p.message.empty())
+      return fmt::format("ncu did not measure {}: {}", metric, p.message);
+  return fmt::format("{} was not measured", metric);
+}
+
 // Evaluates the gates and settles the outcome. `run.reason` already set means invalid.
 void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
   run.gates = gates::evaluate(plan.gates, run.samples);
@@ -56,6 +66,10 @@ void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& mi
   std::vector<std::string> failed;
   for (const auto& g : run.gates) {
     if (g.holds) continue;
+    if (!g.evaluated) {  // only an ncu metric may lack samples in a run that counts
+      failed.push_back(fmt::format("gate '{}' was not evaluated: {}", g.expression, unmeasured(run, g.metric)));
+      continue;
+    }
     failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples)", g.expression,
                                  util::format_number(*g.worst), g.violations, run.samples[g.metric].size()));
   }
@@ -158,6 +172,10 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     }
     if (!missing.empty()) break;
   }
+  // The ncu metrics: one more invocation under the profiler, only when the timed ones counted.
+  if (run.reason.empty() && missing.empty()) {
+    run.profiles = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples);
+  }
   run.finished = utc_now();
   finish(plan, run, missing);
   return run;
@@ -181,6 +199,8 @@ Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::o
       run.samples[m.name] = e->second.samples;
     } else if (e != extracted.end()) {
       missing.push_back(e->second.error);
+    } else if (m.source == plan::Source::ncu) {
+      continue;  // read by profiling, which a record or --metric has no part in: absent unless given
     } else {
       missing.push_back(fmt::format("metric '{}': no value given (use --metric {}=VALUE or --record FILE)", m.name, m.name));
     }
