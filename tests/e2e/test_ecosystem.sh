@@ -93,7 +93,7 @@ fi
 step "artifact hashes and the identical-artifacts warning"
 expect_eq "$(json runs/eco/0004.json 'd["artifacts"][0]["path"]')" "out/k-8.bin"
 expect_eq "$(json runs/eco/0004.json 'd["artifacts"][0]["sha256"]')" "$(printf same | sha256sum | cut -d' ' -f1)"
-expect_eq "$(json runs/eco/0004.json 'd["artifacts"][1]')" '{"bytes": null, "missing": true, "path": "out/never.bin", "sha256": null}'
+expect_eq "$(json runs/eco/0004.json 'd["artifacts"][1]')" '{"bytes": null, "cuda": null, "missing": true, "path": "out/never.bin", "sha256": null}'
 expect_contains "$(region AB.md summary)" "identical artifacts: variants warps=4, warps=8 produced byte-identical out/k-4.bin, out/k-8.bin"
 
 step "different artifacts: no warning"

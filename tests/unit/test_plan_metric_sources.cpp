@@ -85,7 +85,7 @@ TEST_CASE("metric source mistakes are all reported with positions") {
       "abtrack.yaml:13:6: metric 'h' needs 'name', a regex selecting the benchmark rows\n  hint: e.g. {gbench: real_time, name: '^BM_decode/64$'}",
       "abtrack.yaml:14:16: metric 'i': 'name' does not apply to 'json'\n  hint: name: selects hyperfine results and gbench rows, state: nvbench states",
       "abtrack.yaml:15:24: metric 'j': 'state' does not apply to 'hyperfine' (it takes 'name')\n  hint: name: selects hyperfine results and gbench rows, state: nvbench states",
-      "abtrack.yaml:16:6: metric 'k' needs one of 'json', 'regex', 'hyperfine', 'gbench' or 'nvbench'\n  hint: e.g. {json: median_us}, {regex: 'time: ([0-9.]+)'} or {hyperfine: mean, file: hyperfine.json}",
+      "abtrack.yaml:16:6: metric 'k' needs one of 'json', 'regex', 'hyperfine', 'gbench', 'nvbench' or 'ncu'\n  hint: e.g. {json: median_us}, {regex: 'time: ([0-9.]+)'} or {hyperfine: mean, file: hyperfine.json}",
       "abtrack.yaml:17:34: metric 'l' has an empty file path",
       "abtrack.yaml:18:23: metrics.m.scale must be a number, not 'fast'",
   };

@@ -80,6 +80,9 @@ gitstore::PathSet data_paths(const Context& ctx) {
     for (const auto& cell : ctx.plan.cells()) {
       for (const auto& a : ctx.plan.artifacts)
         if (auto p = repo_relative("", plan::substitute(ctx.plan, cell, a, false))) paths.insert(*p);
+      for (const auto& o : ctx.plan.artifact_options)  // an artifact's build log is an output too
+        if (!o.build_log.empty())
+          if (auto p = repo_relative("", plan::substitute(ctx.plan, cell, o.build_log, false))) paths.insert(*p);
       for (const auto& m : ctx.plan.metrics)
         if (!m.file.empty())
           if (auto p = repo_relative(ctx.plan.workdir, plan::substitute(ctx.plan, cell, m.file, false))) paths.insert(*p);

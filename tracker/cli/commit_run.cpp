@@ -46,21 +46,30 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
 
 // The plan's artifacts for a cell, hashed as they are now. A missing or unreadable file (or a
 // path an axis value leads outside the repository) is recorded without a hash.
+// A CUDA binary's compiled-code facts go with its hash (runner::cuda_facts).
 std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell, const std::filesystem::path& root) {
   std::vector<record::Artifact> out;
-  for (const auto& tpl : ctx.plan.artifacts) {
+  auto relative = [&](const std::string& tpl) {
+    return std::filesystem::path(plan::substitute(ctx.plan, cell, tpl, false)).lexically_normal().generic_string();
+  };
+  auto inside = [](const std::string& p) { return !p.empty() && p != ".." && !p.starts_with("../") && !p.starts_with("/"); };
+  for (std::size_t i = 0; i < ctx.plan.artifacts.size(); ++i) {
     record::Artifact a;
-    a.path = std::filesystem::path(plan::substitute(ctx.plan, cell, tpl, false)).lexically_normal().generic_string();
-    bool inside = !a.path.empty() && a.path != ".." && !a.path.starts_with("../") && !a.path.starts_with("/");
+    a.path = relative(ctx.plan.artifacts[i]);
     std::error_code ec;
     auto file = root / a.path;
-    if (inside && std::filesystem::is_regular_file(file, ec)) {
+    if (inside(a.path) && std::filesystem::is_regular_file(file, ec)) {
       try {
         std::string bytes = util::read_file(file);
         a.sha256 = util::sha256_hex(bytes);
         a.bytes = bytes.size();
+        const plan::ArtifactOptions options = i < ctx.plan.artifact_options.size() ? ctx.plan.artifact_options[i] : plan::ArtifactOptions{};
+        std::string log = options.build_log.empty() ? std::string() : relative(options.build_log);
+        if (!log.empty() && !inside(log)) log.clear();
+        a.cuda = runner::cuda_facts(file, bytes, a.sha256, root / log, log, plan::substitute_regex(ctx.plan, cell, options.kernel));
       } catch (const Error&) {
         a.sha256.clear();
+        a.cuda.reset();
       }
     }
     out.push_back(std::move(a));
@@ -184,6 +193,15 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
   rec.artifacts = hash_artifacts(ctx, run.cell, rev ? rev->dir : ctx.repo.workdir());
+  // What was not measured or read says so, and the record keeps why (profiles, artifacts' cuda).
+  for (const auto& p : run.profiles)
+    if (!p.ok())
+      warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
+                       p.status == "incomplete" ? "the other ncu metrics were recorded"
+                                                : fmt::format("{} not measured in this run (its timed invocations count)",
+                                                              fmt::join(p.metrics, ", "))));
+  for (const auto& a : rec.artifacts)
+    if (a.cuda && !a.cuda->error.empty()) warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
   if (rev && rev->build) rec.build = *rev->build;
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile

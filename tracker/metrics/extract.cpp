@@ -178,6 +178,7 @@ struct Source {
 
 Extraction from_document(const plan::Metric& m, Source& src) {
   if (m.source == plan::Source::regex) return from_regex(src.text, m.selector);
+  if (m.source == plan::Source::ncu) return {{}, "an ncu metric is read by running the command under ncu, not from its output"};
   const auto* doc = src.document();
   if (!doc) {
     std::string why = src.why;
@@ -197,7 +198,8 @@ Extraction from_document(const plan::Metric& m, Source& src) {
     case plan::Source::hyperfine: return from_hyperfine(*doc, m.selector, m.filter);
     case plan::Source::gbench: return from_gbench(*doc, m.selector, m.filter);
     case plan::Source::nvbench: return from_nvbench(*doc, m.selector, m.filter);
-    case plan::Source::regex: break;
+    case plan::Source::regex:
+    case plan::Source::ncu: break;
   }
   return {{}, "unknown metric format"};
 }
@@ -247,6 +249,7 @@ std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& m
   std::map<std::filesystem::path, Source> file_sources;
   std::map<std::filesystem::path, std::string> file_errors;
   for (const auto& m : metrics) {
+    if (m.source == plan::Source::ncu) continue;  // measured by its own invocation (runner/profile.hpp)
     Extraction e;
     if (m.file.empty()) {
       e = from_document(m, stdout_source);

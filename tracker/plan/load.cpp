@@ -22,11 +22,11 @@ const std::vector<std::string> kTopKeys = {
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
     "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds",
     "max_rounds", "budget", "warmup"};
-const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
-                                              "name", "state", "scale",  "better", "unit", "warmup"};
+const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "ncu", "file", "name",
+                                              "state", "kernel", "launch", "scale",  "better", "unit", "warmup"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
     {"json", Source::json}, {"regex", Source::regex}, {"hyperfine", Source::hyperfine},
-    {"gbench", Source::gbench}, {"nvbench", Source::nvbench}};
+    {"gbench", Source::gbench}, {"nvbench", Source::nvbench}, {"ncu", Source::ncu}};
 const std::vector<std::string> kHyperfineFields = {"mean", "median", "min", "max", "stddev", "times"};
 const std::vector<std::string> kPredictionKeys = {"metric", "change", "range"};
 
@@ -435,12 +435,40 @@ class Loader {
   }
 
   // `artifacts: [path, ...]`: repo-relative files whose SHA-256 each run records; {axis} allowed.
+  // An entry may be `{path: P, build_log: L}`: L holds ptxas's output for P (spill warnings).
   void load_artifacts(const YAML::Node& n, Plan& plan) {
     if (!n.IsSequence()) {
       error(at(n.Mark()), "artifacts must be a list of repository-relative paths, e.g. artifacts: ['build/k-{warps}.cubin']");
       return;
     }
-    for (const auto& e : n) {
+    for (const auto& entry : n) {
+      YAML::Node e = entry;
+      ArtifactOptions options;
+      if (entry.IsMap()) {
+        auto keys = mapping(entry, {"path", "build_log", "kernel"}, "artifact key");
+        if (!keys.count("path")) {
+          error(at(entry.Mark()), "an artifact given as a mapping needs 'path'", "e.g. {path: build/k.cubin, build_log: build/ptxas.log}");
+          continue;
+        }
+        e = keys.at("path").second;
+        if (auto it = keys.find("build_log"); it != keys.end()) {
+          auto l = scalar(it->second.second, "build_log");
+          if (!l) continue;
+          options.build_log = repo_path(it->second.second, *l, "build_log", false);
+          if (options.build_log.empty()) continue;
+        }
+        if (auto it = keys.find("kernel"); it != keys.end()) {
+          auto k = scalar(it->second.second, "artifact kernel");
+          if (!k) continue;
+          try {
+            std::regex re(*k, std::regex::ECMAScript);
+            options.kernel = *k;
+          } catch (const std::regex_error& err) {
+            error(at(it->second.second.Mark()), fmt::format("the kernel regex of artifact '{}' does not compile: {}", e.Scalar(), err.what()));
+            continue;
+          }
+        }
+      }
       auto s = scalar(e, "artifact");
       if (!s) continue;
       std::string path = repo_path(e, *s, "artifact", false);
@@ -450,6 +478,7 @@ class Loader {
         continue;
       }
       plan.artifacts.push_back(path);
+      plan.artifact_options.push_back(std::move(options));
     }
   }
 
@@ -529,10 +558,14 @@ class Loader {
     if (plan.executor == ExecutorKind::slurm) {
       if (gpus) error(at(gpus->Mark()), "gpus is for the local executor", "with executor: slurm, ask for GPUs with slurm: {gres: 'gpu:1'}");
       if (jobs) error(at(jobs->Mark()), "jobs is for the local executor", "with executor: slurm, use slurm: {max_parallel: N}");
+      std::set<int> ncu_lines;  // a set's metrics share their line: one error for it
       for (const auto& m : plan.metrics)
         if (!m.file.empty())
           error(m.where, fmt::format("metric '{}' reads file: {}, which executor: slurm does not support", m.name, m.file),
                 "print the value on stdout (a task's stdout travels back in its result file)");
+        else if (m.source == Source::ncu && ncu_lines.insert(m.where.line).second)
+          error(m.where, fmt::format("metric '{}' is read with ncu, which executor: slurm does not support", m.name),
+                "profile with the local executor");
     } else if (slurm) {
       warn(at(slurm->Mark()), "slurm: is used only with executor: slurm");
     }
@@ -699,6 +732,10 @@ class Loader {
       auto keys = mapping(v, kMetricKeys, "metric key");
       // The metric is kept even when its source is wrong, so gates naming it do not add noise.
       load_metric_source(m, v, keys, plan);
+      if (m.source == Source::ncu && ncu_set(m.selector)) {
+        expand_ncu_set(m, keys, plan);
+        continue;
+      }
       if (auto it = keys.find("better"); it != keys.end()) {
         auto b = scalar(it->second.second, "better");
         if (b == "lower") m.better = Better::lower;
@@ -726,6 +763,79 @@ class Loader {
     }
   }
 
+  // `kernel:` (a regex, {axis} allowed) and `launch:` (an integer >= 0), which only ncu takes.
+  bool load_ncu_keys(Metric& m, const YAML::Node& v, const KeyMap& keys, const Plan& plan) {
+    bool ok = true;
+    for (const char* k : {"kernel", "launch"}) {
+      auto it = keys.find(k);
+      if (it == keys.end() || m.source == Source::ncu) continue;
+      error(at(it->second.first.Mark()), fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, to_string(m.source)),
+            "kernel: and launch: choose the kernel launch an ncu: metric profiles");
+      ok = false;
+    }
+    if (m.source != Source::ncu) return ok;
+    if (auto it = keys.find("kernel"); it != keys.end()) {
+      const YAML::Node& n = it->second.second;
+      auto f = scalar(n, fmt::format("metrics.{}.kernel", m.name));
+      if (f && util::trim(*f).empty()) {
+        error(at(n.Mark()), fmt::format("metric '{}' has an empty kernel regex", m.name),
+              "leave kernel: out to profile the first launch of any kernel");
+        ok = false;
+      } else if (f) {
+        Cell first;
+        for (const auto& a : plan.axes) first.values.push_back(a.values.front());
+        try {
+          std::regex re(substitute_regex(plan, first, *f), std::regex::ECMAScript);
+          m.kernel = *f;
+        } catch (const std::regex_error& e) {
+          error(at(n.Mark()), fmt::format("the kernel regex of metric '{}' does not compile: {}", m.name, e.what()),
+                placeholder_hint(plan, *f));
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (auto it = keys.find("launch"); it != keys.end()) {
+      const YAML::Node& n = it->second.second;
+      auto x = number(n, fmt::format("metrics.{}.launch", m.name));
+      if (x && !(*x >= 0 && *x <= 1e9 && *x == std::floor(*x))) {
+        error(at(n.Mark()), fmt::format("metric '{}': launch must be a whole number >= 0, not {}", m.name, n.Scalar()),
+              "launch: 0 profiles the first launch of a matching kernel, launch: 1 the second, ...");
+        ok = false;
+      } else if (x) {
+        m.launch = static_cast<int>(*x);
+      } else {
+        ok = false;
+      }
+    }
+    (void)v;
+    return ok;
+  }
+
+  // `NAME: {ncu: SET, kernel: ..., launch: ...}`: one metric per entry of the set, NAME_<suffix>,
+  // each with the set's unit and the same kernel and launch.
+  void expand_ncu_set(const Metric& m, const KeyMap& keys, Plan& plan) {
+    for (const char* k : {"better", "unit", "scale"})
+      if (auto it = keys.find(k); it != keys.end())
+        error(at(it->second.first.Mark()), fmt::format("metric '{}': '{}' does not apply to the ncu set '{}'", m.name, k, m.selector),
+              fmt::format("name the set's metrics one by one (e.g. {}_dram: {{ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, "
+                          "better: lower}}) to give them '{}'",
+                          m.name, k));
+    for (const auto& e : *ncu_set(m.selector)) {
+      Metric one = m;
+      one.name = m.name + "_" + e.suffix;
+      one.selector = e.metric;
+      one.unit = e.unit;
+      if (plan.metric(one.name)) {
+        error(m.where, fmt::format("metric '{}' (from ncu: {}) is also defined elsewhere in the plan", one.name, m.selector),
+              "rename one of them");
+        continue;
+      }
+      plan.metrics.push_back(std::move(one));
+    }
+  }
+
   // The source of one metric: exactly one format key, with its `name:`/`state:`, `file:` and
   // `scale:`. False when it has a mistake (recorded as an error).
   bool load_metric_source(Metric& m, const YAML::Node& v, const KeyMap& keys, const Plan& plan) {
@@ -733,7 +843,7 @@ class Loader {
     for (const auto& s : kMetricSources)
       if (keys.count(s.first)) given.push_back(&s);
     if (given.empty()) {
-      error(at(v.Mark()), fmt::format("metric '{}' needs one of 'json', 'regex', 'hyperfine', 'gbench' or 'nvbench'", m.name),
+      error(at(v.Mark()), fmt::format("metric '{}' needs one of 'json', 'regex', 'hyperfine', 'gbench', 'nvbench' or 'ncu'", m.name),
             "e.g. {json: median_us}, {regex: 'time: ([0-9.]+)'} or {hyperfine: mean, file: hyperfine.json}");
       return false;
     }
@@ -754,7 +864,7 @@ class Loader {
     if (m.selector.empty()) {
       static const std::map<Source, const char*> what = {{Source::json, "json path"}, {Source::regex, "regex"},
                                                          {Source::hyperfine, "hyperfine field"}, {Source::gbench, "gbench field"},
-                                                         {Source::nvbench, "nvbench summary tag"}};
+                                                         {Source::nvbench, "nvbench summary tag"}, {Source::ncu, "ncu metric name"}};
       error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, what.at(m.source)));
       ok = false;
     } else if (m.source == Source::regex) {
@@ -772,7 +882,16 @@ class Loader {
             fmt::format("metric '{}': hyperfine field '{}' is not one of mean, median, min, max, stddev, times{}", m.name,
                         m.selector, util::suggestion_suffix(m.selector, kHyperfineFields)));
       ok = false;
+    } else if (m.source == Source::ncu && !ncu_set(m.selector) &&
+               (m.selector.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != std::string::npos ||
+                m.selector.find("__") == std::string::npos)) {
+      // Passed to ncu in one comma-separated --metrics list: anything else would split or inject.
+      error(at(src.Mark()), fmt::format("metric '{}': '{}' is not an ncu metric name", m.name, m.selector),
+            "an ncu metric is unit__counter.rollup.submetric in letters, digits, '_' and '.', e.g. "
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed (ncu --query-metrics lists them), or the set 'occupancy'");
+      ok = false;
     }
+    ok = load_ncu_keys(m, v, keys, plan) && ok;
 
     // `name:` selects hyperfine results / gbench rows, `state:` nvbench states.
     const char* filter_key = m.source == Source::nvbench ? "state"
@@ -815,7 +934,11 @@ class Loader {
 
     if (auto it = keys.find("file"); it != keys.end()) {
       auto f = scalar(it->second.second, fmt::format("metrics.{}.file", m.name));
-      if (f && util::trim(*f).empty()) {
+      if (m.source == Source::ncu) {
+        error(at(it->second.first.Mark()), fmt::format("metric '{}': 'file' does not apply to 'ncu'", m.name),
+              "an ncu metric is read from ncu's own output, in an extra invocation of the command under ncu");
+        ok = false;
+      } else if (f && util::trim(*f).empty()) {
         error(at(it->second.second.Mark()), fmt::format("metric '{}' has an empty file path", m.name));
         ok = false;
       } else if (f) {

@@ -217,8 +217,40 @@ std::string substitute_regex(const Plan& plan, const Cell& cell, std::string_vie
 
 std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell) {
   std::vector<Metric> out = plan.metrics;
-  for (auto& m : out) m.filter = substitute_regex(plan, cell, m.filter);
+  for (auto& m : out) {
+    m.filter = substitute_regex(plan, cell, m.filter);
+    m.kernel = substitute_regex(plan, cell, m.kernel);
+  }
   return out;
+}
+
+const std::vector<NcuSetEntry>* ncu_set(std::string_view name) {
+  // What an occupancy question asks (docs/plan.md, "ncu:"): what limits the CTAs per SM, how
+  // many warps were active, how busy the memory and the tensor pipes were, and why warps stalled
+  // (the stall ratios: warps stalled for that reason per issued instruction).
+  static const std::vector<NcuSetEntry> occupancy = {
+      {"regs", "launch__registers_per_thread", "regs/thread"},
+      {"smem_static", "launch__shared_mem_per_block_static", "B/CTA"},
+      {"smem_dynamic", "launch__shared_mem_per_block_dynamic", "B/CTA"},
+      {"limit_regs", "launch__occupancy_limit_registers", "CTAs/SM"},
+      {"limit_smem", "launch__occupancy_limit_shared_mem", "CTAs/SM"},
+      {"limit_warps", "launch__occupancy_limit_warps", "CTAs/SM"},
+      {"limit_blocks", "launch__occupancy_limit_blocks", "CTAs/SM"},
+      {"theoretical", "sm__maximum_warps_per_active_cycle_pct", "%"},
+      {"achieved", "sm__warps_active.avg.pct_of_peak_sustained_active", "%"},
+      {"sm", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"},
+      {"dram", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%"},
+      {"l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed", "%"},
+      {"tensor", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%"},
+      {"stall_long_sb", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "warps/issue"},
+      {"stall_short_sb", "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio", "warps/issue"},
+      {"stall_barrier", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "warps/issue"},
+      {"stall_mio", "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio", "warps/issue"},
+      {"stall_math", "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio", "warps/issue"},
+      {"stall_wait", "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "warps/issue"},
+      {"stall_gmma", "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio", "warps/issue"},
+  };
+  return name == "occupancy" ? &occupancy : nullptr;
 }
 
 std::string_view to_string(Op op) {

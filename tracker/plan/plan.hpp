@@ -28,25 +28,37 @@ struct Cell {
 };
 
 enum class Better { none, lower, higher };
-// The format a metric is read in: `json:`, `regex:`, or a benchmark tool's JSON output.
-enum class Source { json, regex, hyperfine, gbench, nvbench };
+// The format a metric is read in: `json:`, `regex:`, a benchmark tool's JSON output, or `ncu:`
+// (a counter read by one extra invocation under Nsight Compute, runner/profile.hpp).
+enum class Source { json, regex, hyperfine, gbench, nvbench, ncu };
 
 // How a metric is read from a command's stdout, or from a file the command wrote.
 struct Metric {
   std::string name;
   Source source = Source::json;
-  std::string selector;  // dotted JSON path, regex (group 1 is the sample), hyperfine/gbench field or nvbench tag
+  std::string selector;  // dotted JSON path, regex (group 1 is the sample), hyperfine/gbench field, nvbench tag or ncu metric
   std::string filter;    // `name:` (hyperfine, gbench) or `state:` (nvbench) regex; empty: every entry
   std::string file;      // `file:` path, relative to the command's working directory, with {axis}; empty: stdout
   double scale = 1;      // every sample is multiplied by it
   Better better = Better::none;
   std::string unit;
+  std::string kernel;    // ncu: `kernel:` regex (ncu's -k regex:, with {axis}); empty: every kernel
+  int launch = 0;        // ncu: `launch:` which matching launch is profiled (ncu's --launch-skip)
   Location where;
   // The first samples of every invocation dropped from the analysis as warm-up (the metric's
   // `warmup:`, else the plan's), and where that count was given (the run's error names it).
   int warmup = 0;
   Location warmup_where;
 };
+
+// A named set of ncu metrics (`ncu: occupancy`): a plan metric NAME with it becomes one metric
+// per entry, NAME_<suffix>. Null for a name that is not a set.
+struct NcuSetEntry {
+  const char* suffix;
+  const char* metric;
+  const char* unit;
+};
+const std::vector<NcuSetEntry>* ncu_set(std::string_view name);
 
 enum class Op { lt, le, gt, ge, eq, ne };
 
@@ -84,6 +96,12 @@ struct SlurmOptions {
   std::string account;             // --account
   std::vector<std::string> extra;  // more sbatch arguments, as given
   std::string dir;                 // result folder (absolute, or repo-relative); empty: .git/abtrack/slurm
+};
+
+// What an `artifacts:` entry given as a mapping adds to its path.
+struct ArtifactOptions {
+  std::string build_log;  // `build_log:` ptxas's output for it, repo-relative with {axis}; empty: none
+  std::string kernel;     // `kernel:` regex: the kernels whose compiled facts are recorded; empty: all
 };
 
 // The top-level folder of every experiment's records (runs/<experiment>/): data, not code, so
@@ -128,6 +146,7 @@ struct Plan {
   std::vector<Gate> gates;
   std::optional<Model> model;
   std::vector<std::string> artifacts;  // repo-relative paths with {axis}; hashed after each run
+  std::vector<ArtifactOptions> artifact_options;  // each artifact's (same order)
   bool plot = true;                    // `plot: false`: no SVG plot beside the document
   std::optional<bool> plot_log_y;      // `plot: {y: log|linear}`; unset: log when values span > a decade
   int jobs = 1;                    // cells run at once by the local executor
@@ -172,8 +191,8 @@ std::string substitute_regex(const Plan& plan, const Cell& cell, std::string_vie
 // workdir and env, and the plan's setup and build. Part of a run's identity (record::Code):
 // runs of one code tree with other recipes never pool. The plan's prose is not in it.
 std::string recipe(const Plan& plan, const Cell& cell);
-// The plan's metrics as they apply to `cell`: the {axis} of each `name:`/`state:` regex replaced
-// (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
+// The plan's metrics as they apply to `cell`: the {axis} of each `name:`/`state:`/`kernel:` regex
+// replaced (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
 std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell);
 
 std::string_view to_string(Op op);
@@ -185,6 +204,7 @@ inline std::string_view to_string(Source s) {
     case Source::hyperfine: return "hyperfine";
     case Source::gbench: return "gbench";
     case Source::nvbench: return "nvbench";
+    case Source::ncu: return "ncu";
   }
   return "json";
 }

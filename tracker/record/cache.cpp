@@ -23,7 +23,8 @@ namespace {
 // 6: the code's content identity (Code::tree) in the header, the schedule in the body.
 // 7: the code's recipe and revision in the header.
 // 8: whether the schedule's batch ran `rounds: auto`.
-constexpr std::string_view kMagic = "abtrack-record-cache 8\n";
+// 9: each artifact's compiled-code facts (its record's `cuda` object, as JSON text).
+constexpr std::string_view kMagic = "abtrack-record-cache 9\n";
 
 class Writer {
  public:
@@ -136,6 +137,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
     w.str(a.path);
     w.str(a.sha256);
     w.pod<std::uint64_t>(a.bytes);
+    w.str(a.cuda ? cuda_facts_to_json(*a.cuda) : std::string());
   }
   // The schedule pairs a cell's runs with its baseline's, round by round.
   w.pod<std::uint8_t>(r.data.schedule.has_value());
@@ -257,6 +259,7 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     a.path = in.str();
     a.sha256 = in.str();
     a.bytes = in.pod<std::uint64_t>();
+    if (auto cuda = in.view(); !cuda.empty()) a.cuda = parse_cuda_facts(cuda);
     r.artifacts.push_back(std::move(a));
   }
   if (in.pod<std::uint8_t>()) {

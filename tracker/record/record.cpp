@@ -227,7 +227,103 @@ Build build_of(const ojson& j) {
   return b;
 }
 
+ojson cuda_json(const runner::CudaFacts& f) {
+  if (!f.cuda()) return ojson{{"kind", "none"}, {"note", "not a CUDA binary"}};
+  ojson kernels = ojson::array();
+  for (const auto& k : f.kernels) {
+    ojson sass = ojson::object();
+    for (const auto& [cls, n] : k.sass) sass[cls] = n;
+    kernels.push_back(ojson{{"name", k.name},
+                            {"arch", k.arch},
+                            {"registers", opt_int(k.registers)},
+                            {"shared_bytes", opt_int(k.shared_bytes)},
+                            {"local_bytes", opt_int(k.local_bytes)},
+                            {"stack_bytes", opt_int(k.stack_bytes)},
+                            {"spill_store_bytes", opt_int(k.spill_store_bytes)},
+                            {"spill_load_bytes", opt_int(k.spill_load_bytes)},
+                            {"sass", sass}});
+  }
+  return ojson{{"kind", f.kind},
+               {"kernels", kernels},
+               {"kernels_left_out", f.kernels_left_out},
+               {"build_log", f.build_log.empty() ? ojson(nullptr) : ojson(f.build_log)},
+               {"spill_warnings", f.spill_warnings},
+               {"error", f.error.empty() ? ojson(nullptr) : ojson(f.error)}};
+}
+
+runner::CudaFacts cuda_of(const ojson& j) {
+  runner::CudaFacts f;
+  f.kind = j.value("kind", "none");
+  auto i64 = [](const ojson& o, const char* k) -> std::optional<std::int64_t> {
+    return o.contains(k) && o[k].is_number_integer() ? std::optional(o[k].get<std::int64_t>()) : std::nullopt;
+  };
+  for (const auto& k : j.value("kernels", ojson::array())) {
+    if (!k.is_object()) continue;
+    metrics::KernelFacts kf;
+    kf.name = k.value("name", "");
+    kf.arch = k.value("arch", "");
+    kf.registers = i64(k, "registers");
+    kf.shared_bytes = i64(k, "shared_bytes");
+    kf.local_bytes = i64(k, "local_bytes");
+    kf.stack_bytes = i64(k, "stack_bytes");
+    kf.spill_store_bytes = i64(k, "spill_store_bytes");
+    kf.spill_load_bytes = i64(k, "spill_load_bytes");
+    if (k.contains("sass") && k["sass"].is_object())
+      for (const auto& [cls, n] : k["sass"].items())
+        if (n.is_number_integer()) kf.sass[cls] = n.get<std::int64_t>();
+    f.kernels.push_back(std::move(kf));
+  }
+  f.kernels_left_out = j.value("kernels_left_out", std::size_t{0});
+  if (j.contains("build_log") && j["build_log"].is_string()) f.build_log = j["build_log"];
+  for (const auto& w : j.value("spill_warnings", ojson::array()))
+    if (w.is_string()) f.spill_warnings.push_back(w);
+  if (j.contains("error") && j["error"].is_string()) f.error = j["error"];
+  return f;
+}
+
+ojson profile_json(const runner::Profile& p) {
+  ojson units = ojson::object();
+  for (const auto& [metric, unit] : p.units) units[metric] = unit;
+  return ojson{{"command", p.command.empty() ? ojson(nullptr) : ojson(p.command)},
+               {"kernel", p.kernel.empty() ? ojson(nullptr) : ojson(p.kernel)},
+               {"launch", p.launch},
+               {"metrics", p.metrics},
+               {"status", p.status},
+               {"message", p.message},
+               {"exit_code", opt_int(p.exit_code)},
+               {"duration_s", num(p.duration_s)},
+               {"kernels", p.kernels},
+               {"units", units}};
+}
+
+runner::Profile profile_of(const ojson& j) {
+  runner::Profile p;
+  if (j.contains("command") && j["command"].is_string()) p.command = j["command"];
+  if (j.contains("kernel") && j["kernel"].is_string()) p.kernel = j["kernel"];
+  p.launch = j.value("launch", 0);
+  for (const auto& m : j.value("metrics", ojson::array()))
+    if (m.is_string()) p.metrics.push_back(m);
+  p.status = j.value("status", "ok");
+  p.message = j.value("message", "");
+  if (j.contains("exit_code") && j["exit_code"].is_number_integer()) p.exit_code = j["exit_code"].get<int>();
+  p.duration_s = num_or(j, "duration_s", 0);
+  for (const auto& k : j.value("kernels", ojson::array()))
+    if (k.is_string()) p.kernels.push_back(k);
+  if (j.contains("units") && j["units"].is_object())
+    for (const auto& [metric, unit] : j["units"].items())
+      if (unit.is_string()) p.units.emplace_back(metric, unit.get<std::string>());
+  return p;
+}
+
 }  // namespace
+
+std::string cuda_facts_to_json(const runner::CudaFacts& f) { return cuda_json(f).dump(); }
+
+std::optional<runner::CudaFacts> parse_cuda_facts(std::string_view text) {
+  auto j = ojson::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return cuda_of(j);
+}
 
 std::string build_to_json(const Build& b) { return build_json(b).dump(2) + "\n"; }
 
@@ -267,6 +363,10 @@ std::string to_json(const Record& r) {
       entry["source"] = plan::to_string(m.source);
       entry["selector"] = m.selector;
       if (!m.filter.empty()) entry[m.source == plan::Source::nvbench ? "state" : "name"] = m.filter;
+      if (m.source == plan::Source::ncu) {
+        entry["kernel"] = m.kernel.empty() ? ojson(nullptr) : ojson(m.kernel);
+        entry["launch"] = m.launch;
+      }
       entry["file"] = m.file.empty() ? ojson(nullptr) : ojson(m.file);
       entry["scale"] = num(m.scale);
       if (!m.unit.empty()) entry["unit"] = m.unit;
@@ -309,7 +409,8 @@ std::string to_json(const Record& r) {
     artifacts.push_back(ojson{{"path", a.path},
                               {"sha256", a.sha256.empty() ? ojson(nullptr) : ojson(a.sha256)},
                               {"bytes", a.sha256.empty() ? ojson(nullptr) : ojson(a.bytes)},
-                              {"missing", a.sha256.empty()}});
+                              {"missing", a.sha256.empty()},
+                              {"cuda", a.cuda ? cuda_json(*a.cuda) : ojson(nullptr)}});
   ojson j{{"schema", kSchema},
           {"experiment", r.experiment},
           {"run", r.run},
@@ -325,6 +426,7 @@ std::string to_json(const Record& r) {
           {"invocations", invocations},
           {"metrics", metrics},
           {"gates", gates},
+          {"profiles", ojson::array()},
           {"comparison", r.comparison ? comparison_json(*r.comparison) : ojson(nullptr)},
           {"schedule", r.data.schedule ? ojson{{"round", r.data.schedule->round},
                                                 {"rounds", r.data.schedule->rounds},
@@ -347,6 +449,8 @@ std::string to_json(const Record& r) {
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
           {"plan_sha256", r.plan_sha256}};
   if (!r.build) j.erase("build");  // a plan with revisions only
+  if (r.data.profiles.empty()) j.erase("profiles");  // a plan with ncu: metrics only
+  for (const auto& p : r.data.profiles) j["profiles"].push_back(profile_json(p));
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -372,6 +476,8 @@ Record parse_record(std::string_view text, const std::string& name) {
     r.data.reason = j.value("reason", "");
     if (j.contains("setup") && j["setup"].is_object()) r.data.setup = parse_invocation(j["setup"]);
     for (const auto& inv : j.value("invocations", ojson::array())) r.data.invocations.push_back(parse_invocation(inv));
+    for (const auto& p : j.value("profiles", ojson::array()))
+      if (p.is_object()) r.data.profiles.push_back(profile_of(p));
     for (const auto& [k, v] : j.at("metrics").items()) {
       auto& dst = r.data.samples[k];
       for (const auto& s : v.at("samples")) dst.push_back(s.is_number() ? s.get<double>() : std::nan(""));
@@ -450,6 +556,7 @@ Record parse_record(std::string_view text, const std::string& name) {
       art.path = a.value("path", "");
       if (a.contains("sha256") && a["sha256"].is_string()) art.sha256 = a["sha256"].get<std::string>();
       art.bytes = a.contains("bytes") && a["bytes"].is_number_unsigned() ? a["bytes"].get<std::uint64_t>() : 0;
+      if (a.contains("cuda") && a["cuda"].is_object()) art.cuda = cuda_of(a["cuda"]);
       r.artifacts.push_back(std::move(art));
     }
     r.plan_sha256 = j.value("plan_sha256", "");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "runner/cuda_facts.hpp"
 #include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "stats/compare.hpp"
@@ -90,7 +91,12 @@ struct Artifact {
   std::string path;     // repo-relative, {axis} replaced
   std::string sha256;   // 64 hex digits; empty when the file was missing
   std::uint64_t bytes = 0;
+  std::optional<runner::CudaFacts> cuda;  // its compiled-code facts; unset when missing (or older records)
 };
+
+// An artifact's `cuda` object as the record writes it, and back (nullopt for anything else).
+std::string cuda_facts_to_json(const runner::CudaFacts& f);
+std::optional<runner::CudaFacts> parse_cuda_facts(std::string_view json);
 
 struct Record {
   std::string experiment;

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "metrics/extract.hpp"
+#include "runner/profile.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -62,6 +63,14 @@ void add_samples(const plan::Metric& m, std::vector<double> samples, Run& run, c
   dst.insert(dst.end(), samples.begin() + static_cast<std::ptrdiff_t>(drop), samples.end());
 }
 
+// Why a metric has no samples in a run whose invocations counted: its ncu profile's message.
+std::string unmeasured(const Run& run, const std::string& metric) {
+  for (const auto& p : run.profiles)
+    if (std::find(p.metrics.begin(), p.metrics.end(), metric) != p.metrics.end() && !p.message.empty())
+      return fmt::format("ncu did not measure {}: {}", metric, p.message);
+  return fmt::format("{} was not measured", metric);
+}
+
 // Evaluates the gates and settles the outcome. `run.reason` already set means invalid.
 void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
   // A gate holds for every sample, the warm-up ones too: a wrong result is wrong however early.
@@ -79,6 +88,10 @@ void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& mi
   std::vector<std::string> failed;
   for (const auto& g : run.gates) {
     if (g.holds) continue;
+    if (!g.evaluated) {  // only an ncu metric may lack samples in a run that counts
+      failed.push_back(fmt::format("gate '{}' was not evaluated: {}", g.expression, unmeasured(run, g.metric)));
+      continue;
+    }
     failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples{})", g.expression,
                                  util::format_number(*g.worst), g.violations, all[g.metric].size(),
                                  run.warmup.count(g.metric) ? ", warm-up included" : ""));
@@ -182,6 +195,10 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     }
     if (!missing.empty()) break;
   }
+  // The ncu metrics: one more invocation under the profiler, only when the timed ones counted.
+  if (run.reason.empty() && missing.empty()) {
+    run.profiles = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples);
+  }
   run.finished = utc_now();
   finish(plan, run, missing);
   return run;
@@ -205,6 +222,8 @@ Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::o
       add_samples(m, e->second.samples, run, "the --record file for cell " + plan.label(cell));
     } else if (e != extracted.end()) {
       missing.push_back(e->second.error);
+    } else if (m.source == plan::Source::ncu) {
+      continue;  // read by profiling, which a record or --metric has no part in: absent unless given
     } else {
       missing.push_back(fmt::format("metric '{}': no value given (use --metric {}=VALUE or --record FILE)", m.name, m.name));
     }

@@ -66,6 +66,24 @@ struct Placement {
   std::string node;                // slurm: the node that ran it
 };
 
+// The extra invocation of a cell's command under Nsight Compute that reads its `ncu:` metrics
+// (runner/profile.hpp), one per distinct kernel:/launch: of them, after the timed invocations.
+struct Profile {
+  std::string command;               // the ncu command line as run; empty when ncu was not found
+  std::string kernel;                // the `kernel:` regex with the cell's values; empty: any kernel
+  int launch = 0;                    // which matching launch (ncu's --launch-skip)
+  std::vector<std::string> metrics;  // the plan's metrics it reads
+  // "ok"; "incomplete" (a metric without a value); not measured: "missing" (no ncu),
+  // "no-permission" (no access to the counters), "no-kernel", "timed-out", "failed".
+  std::string status = "ok";
+  std::string message;               // why it is not ok, for people
+  std::optional<int> exit_code;
+  double duration_s = 0;
+  std::vector<std::string> kernels;  // what ncu profiled, as it names them
+  std::vector<std::pair<std::string, std::string>> units;  // metric -> ncu's unit
+  bool ok() const { return status == "ok"; }
+};
+
 // One run of one cell: everything the record and the commit need, except the run number,
 // the comparison and the code identity, which are fixed when it is committed.
 struct Run {
@@ -82,6 +100,7 @@ struct Run {
   // Per metric with `warmup:`: the first samples of each invocation, dropped from `samples`
   // (and so from every analysis); the gates still see them.
   std::map<std::string, std::vector<double>> warmup;
+  std::vector<Profile> profiles;   // the ncu invocations, when the plan has ncu: metrics
   std::vector<gates::GateResult> gates;
   util::HeapOptional<Schedule> schedule;
   util::HeapOptional<Placement> placement;
