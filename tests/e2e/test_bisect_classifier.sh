@@ -66,6 +66,11 @@ expect_rc 2 ab bisect --good main~11 --bad main --cell rev=good
 expect_contains "$ERR" "without rev"
 expect_eq "$(git rev-parse HEAD)" "$head_before" "nothing was committed"
 expect_eq "$(wc -l <"$BUILDS" | tr -d ' ')" 0 "nothing was built"
+expect_rc 0 ab help bisect
+expect_contains "$OUT" "--max-rounds N" "help names the options"
+expect_contains "$OUT" "--budget D"
+expect_eq "$(bash -c 'source "$1"; COMP_WORDS=(abtrack bisect --m); COMP_CWORD=2; _abtrack; echo "${COMPREPLY[*]}"' _ "$E2E_DIR/../../completions/abtrack.bash")" \
+  "--metric --max-rounds --min-effect" "completion offers them"
 
 step "a plan without revisions: the 7th commit is named"
 expect_rc 0 ab bisect --good main~11 --bad main --seed 1
