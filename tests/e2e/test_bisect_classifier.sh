@@ -57,6 +57,8 @@ head_before=$(git rev-parse HEAD)
 step "bad options are usage errors, and nothing is committed"
 expect_rc 2 ab bisect --good main~11 --bad main --max-rounds 1
 expect_contains "$ERR" "--max-rounds must be a whole number from 2 to 10000, not '1'"
+expect_rc 2 ab bisect --good main~11 --bad main --rounds 1
+expect_contains "$ERR" "--rounds (now --max-rounds) must be a whole number from 2"
 expect_rc 2 ab bisect --good main~11 --bad main --budget soon
 expect_contains "$ERR" "--budget 'soon' is not a duration"
 expect_contains "$ERR" "e.g. --budget 90s, 30m, 2h"

@@ -871,7 +871,7 @@ int cmd_bisect(const Args& args) {
     } else if (auto v5 = take_value(args.rest, i, "--budget")) {
       if (!parse_duration(*v5))
         throw Error(Exit::usage, fmt::format("--budget '{}' is not a duration", *v5),
-                    "the wall time the whole bisect may take, e.g. --budget 90s, 30m, 2h or 1h30m");
+                    "the wall time the bisect may take, e.g. --budget 90s, 30m, 2h or 1h30m");
       budget_text = *v5;
     } else if (auto v6 = take_value(args.rest, i, "--min-effect")) {
       std::string_view text = *v6;

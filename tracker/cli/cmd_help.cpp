@@ -168,7 +168,7 @@ const std::vector<Command>& commands() {
        "  --metric M              the metric judged (default: the first with better:)\n"
        "  --max-rounds N          the most rounds a step measures (default 128, at least 2; --rounds\n"
        "                          is an old name for it)\n"
-       "  --budget D              the wall time the whole bisect may take: 90s, 30m, 2h, 1h30m\n"
+       "  --budget D              the wall time this command may take: 90s, 30m, 2h, 1h30m\n"
        "  --min-effect PCT        how much worse bad must be than good (default: the plan's min_effect)\n"
        "  --seed N                the seed of the rounds' order\n"
        "Exit 0: found; 1: bad is not (shown) worse, a step undecided, or skips leave a range (printed);\n"
