@@ -79,7 +79,7 @@ _abtrack() {
     export) opts="--format --cells" ;;
     check) opts="--format --history --min-effect" ;;
     collect) opts="--wait" ;;
-    bisect) opts="--good --bad --cell --metric --rounds --seed" ;;
+    bisect) opts="--good --bad --cell --metric --max-rounds --budget --min-effect --seed" ;;
     help)
       COMPREPLY=($(compgen -W "$commands" -- "$cur"))
       return 0

@@ -149,29 +149,35 @@ const std::vector<Command>& commands() {
        "those a running abtrack uses (listed as kept), so a long bisect does not fill the disk. What a\n"
        "killed abtrack left half-written goes too. The work tree, the index and the history are not touched.",
        cmd_clean},
-      {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--rounds N] [--seed N]",
+      {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--max-rounds N] [--budget D] [--min-effect PCT] [--seed N]",
        "find the first commit that made a cell worse",
-       "For a plan with revisions: the baseline revision (the rev of baseline:) plays good and the\n"
-       "first other revision the commit tested. Step 0 measures bad against good (--rounds rounds,\n"
-       "default the plan's rounds: or 6, the revisions alternating) and stops with an error when bad is\n"
-       "not worse than good on the metric. Then a binary search over your first-parent commits from\n"
-       "good to bad (abtrack's run commits, and any commit changing only its data, are left out; a\n"
-       "--good or --bad naming one means your commit below it, and ~N counts your commits only):\n"
-       "each step builds the middle commit (one that does not build is skipped, good unmeasured),\n"
-       "measures it against good and judges it like bad (worse beyond min_effect) or like good\n"
-       "(equivalent, better, or ~ not shown worse); an inconclusive commit gets as many rounds again,\n"
-       "then is skipped and a neighbour tested.\n"
+       "Needs a plan with build: (or none), command and the cell (revisions: are not needed: a plan\n"
+       "with them keeps its baseline revision as good). Step 0 measures bad against good, round after\n"
+       "round, until bad is shown worse beyond min_effect (an anytime-valid interval, so looking after\n"
+       "every round is sound); not worse, or not shown worse within --max-rounds or --budget, it stops\n"
+       "with exit 1 and says how much it measured. Then a binary search over your first-parent commits\n"
+       "from good to bad (abtrack's run commits, and any commit changing only its data, are left out; a\n"
+       "--good or --bad naming one means your commit below it, and ~N counts your commits only): each\n"
+       "step builds the middle commit (one that does not build is skipped) and measures it against good\n"
+       "AND bad in the same rounds, adding rounds until the interval of where it lies (theta: 0 good,\n"
+       "1 bad) is clearly on one side of the midpoint: good or bad. A step that runs out of rounds ends\n"
+       "the bisect undecided between the commits still bracketing the change (exit 1); nothing is ever\n"
+       "called good for lack of significance. Each step is judged at alpha / ceil(log2(commits + 1)).\n"
        "The measurements are not runs of the plan (the document and check are unchanged): each step is\n"
        "one commit of runs/<experiment>/bisect/<id>/log (for people: git show HEAD:<that path>) and\n"
        "bisect.json (every sample). Run again with the same arguments, an interrupted bisect resumes\n"
        "after its last committed step, and a finished one prints its result.\n"
        "  --good REV, --bad REV   any git revision; good must be a first-parent ancestor of bad\n"
        "  --cell k=v,...          the cell, a value for every axis but rev (not needed when the plan\n"
-       "                          has one cell per revision)\n"
+       "                          has one cell)\n"
        "  --metric M              the metric judged (default: the first with better:)\n"
-       "  --rounds N, --seed N    rounds per measurement; the seed of the rounds' order\n"
-       "Exit 0: found; 1: bad is not worse, or skips leave a range (printed); 2: usage; 130:\n"
-       "interrupted (run it again to resume).",
+       "  --max-rounds N          the most rounds a step measures (default 128, at least 2; --rounds\n"
+       "                          is an old name for it)\n"
+       "  --budget D              the wall time this command may take: 90s, 30m, 2h, 1h30m\n"
+       "  --min-effect PCT        how much worse bad must be than good (default: the plan's min_effect)\n"
+       "  --seed N                the seed of the rounds' order\n"
+       "Exit 0: found; 1: bad is not (shown) worse, a step undecided, or skips leave a range (printed);\n"
+       "2: usage; 130: interrupted (run it again to resume).",
        cmd_bisect},
       {"__task", "__task DIR INDEX", "(internal) run one Slurm task on its node",
        "Run by the job script abtrack submits: runs task INDEX of DIR/manifest.json and writes\n"
