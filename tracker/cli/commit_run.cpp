@@ -167,6 +167,8 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
           line += fmt::format(" ({} {})", stats::delta_text(c.result), stats::verdict_text(c.result));
   }
   if (!rec.data.reason.empty()) line += "  — " + one_line(rec.data.reason);
+  // With throttle: invalid the reason says it already.
+  else if (!rec.data.throttled.empty()) line += fmt::format("  throttled: {}", fmt::join(rec.data.throttled, ", "));
   return line;
 }
 
@@ -180,6 +182,7 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.code = code;
   rec.code.recipe = plan::recipe(ctx.plan, run.cell);
   rec.env = env;
+  runner::apply_watched_clocks(rec.env, run.invocations);
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;

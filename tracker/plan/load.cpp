@@ -20,7 +20,7 @@ const std::vector<std::string> kTopKeys = {
     "experiment", "title",   "doc",     "template", "what",    "why",     "how",
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
-    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds"};
+    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds", "throttle"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "file",
                                               "name", "state", "scale",  "better", "unit"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
@@ -262,6 +262,12 @@ class Loader {
       }
     }
     load_scale_out(get("jobs"), get("gpus"), get("executor"), get("slurm"), plan);
+    if (auto n = get("throttle")) {
+      auto v = scalar(*n, "throttle");
+      if (v == "warn" || v == "invalid") plan.throttle = *v == "warn" ? Throttle::warn : Throttle::invalid;
+      else if (v) error(at(n->Mark()), fmt::format("throttle must be warn or invalid, not '{}'{}", *v, util::suggestion_suffix(*v, {"warn", "invalid"})),
+                        "throttle: warn flags runs the GPU throttled; throttle: invalid makes them invalid");
+    }
 
     if (m_errors.empty()) {
       if (plan.cells().empty()) error(mark("exclude"), "every cell of the sweep is excluded");

@@ -22,7 +22,8 @@ namespace {
 //    which a mapping survives.
 // 6: the code's content identity (Code::tree) in the header, the schedule in the body.
 // 7: the code's recipe and revision in the header.
-constexpr std::string_view kMagic = "abtrack-record-cache 7\n";
+// 8: the throttle reasons the watcher saw (Run::throttled), which the document flags.
+constexpr std::string_view kMagic = "abtrack-record-cache 8\n";
 
 class Writer {
  public:
@@ -145,6 +146,8 @@ std::string encode_frame(std::string_view oid, const Record& r) {
     w.pod<std::int32_t>(s->position);
     w.str(s->batch);
   }
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.throttled.size()));
+  for (const auto& t : r.data.throttled) w.str(t);
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -265,6 +268,10 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     s.position = in.pod<std::int32_t>();
     s.batch = in.str();
     r.data.schedule = std::move(s);
+  }
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    if (n > payload.size()) throw std::runtime_error("bad throttle count in cache frame");
+    r.data.throttled.push_back(in.str());
   }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
   return oid;

@@ -1,6 +1,8 @@
 #include "runner/run.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 
@@ -10,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "metrics/extract.hpp"
+#include "stats/quantile.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -76,6 +79,57 @@ util::ProcessSpec spec_for(const plan::Plan& plan, const plan::Cell* cell, const
 
 util::ProcessResult LocalExecutor::execute(const util::ProcessSpec& spec) { return util::run_process(spec); }
 
+util::ProcessResult LocalExecutor::execute_watched(const util::ProcessSpec& spec, util::HeapOptional<Watch>& watch) {
+  std::optional<std::string> visible;
+  for (const auto& [k, v] : spec.env)
+    if (k == "CUDA_VISIBLE_DEVICES") visible = v;
+  if (!visible)
+    if (const char* own = std::getenv("CUDA_VISIBLE_DEVICES")) visible = own;
+  Watcher watcher(std::move(visible));  // stopped by its destructor if execute() throws
+  util::ProcessResult r = execute(spec);
+  watch = watcher.stop();
+  return r;
+}
+
+std::vector<std::string> throttled(const std::vector<Invocation>& invocations) {
+  std::vector<std::string> out;
+  for (const auto& inv : invocations)
+    if (inv.watch)
+      for (const auto& g : inv.watch->gpus) out = merge_throttle(out, g.throttle);
+  return out;
+}
+
+void apply_watched_clocks(Environment& env, const std::vector<Invocation>& invocations) {
+  for (auto& gpu : env.gpus) {
+    std::vector<double> busy_sm, busy_mem, sm, mem;
+    for (const auto& inv : invocations) {
+      if (!inv.watch) continue;
+      for (const auto& g : inv.watch->gpus) {
+        if (g.uuid.empty() || g.uuid != gpu.uuid) continue;
+        if (g.busy_sm_clock_mhz) busy_sm.push_back(*g.busy_sm_clock_mhz);
+        if (g.busy_mem_clock_mhz) busy_mem.push_back(*g.busy_mem_clock_mhz);
+        if (g.sm_clock_mhz) sm.push_back(g.sm_clock_mhz->median);
+        if (g.mem_clock_mhz) mem.push_back(g.mem_clock_mhz->median);
+      }
+    }
+    auto median_of = [](const std::vector<double>& v) -> std::optional<unsigned> {
+      if (v.empty()) return std::nullopt;
+      return static_cast<unsigned>(std::lround(stats::median(v)));
+    };
+    if (!busy_sm.empty()) {
+      gpu.sm_clock_mhz = median_of(busy_sm);
+      gpu.mem_clock_mhz = busy_mem.empty() ? gpu.mem_clock_mhz : median_of(busy_mem);
+      gpu.clocks_from = "busy";
+    } else if (!sm.empty()) {
+      gpu.sm_clock_mhz = median_of(sm);
+      gpu.mem_clock_mhz = mem.empty() ? gpu.mem_clock_mhz : median_of(mem);
+      gpu.clocks_from = "idle";
+    } else {
+      gpu.clocks_from = "probe";
+    }
+  }
+}
+
 std::string_view to_string(Outcome o) {
   switch (o) {
     case Outcome::pass: return "pass";
@@ -137,13 +191,21 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     util::throw_if_interrupted();
     const metrics::MetricFiles files{plan.command_dir(), &plan, &cell};
     auto stamps = metrics::stamp_files(plan.metrics, files);
-    auto r = executor.execute(spec_for(plan, &cell, run.command));
+    util::HeapOptional<Watch> watch;
+    auto r = executor.execute_watched(spec_for(plan, &cell, run.command), watch);
     if (r.interrupted) util::throw_if_interrupted();
     run.invocations.push_back(to_invocation(run.command, r));
+    run.invocations.back().watch = std::move(watch);
     std::string what = plan.repeats > 1 ? fmt::format("invocation {} of {}", i + 1, plan.repeats) : "command";
     if (auto why = failure(what.c_str(), r, plan.timeout_s); !why.empty()) {
       run.reason = why;
       break;
+    }
+    if (plan.throttle == plan::Throttle::invalid) {
+      if (auto t = throttled({run.invocations.back()}); !t.empty()) {
+        run.reason = fmt::format("{} was throttled while the GPU was busy: {} (throttle: invalid)", what, fmt::join(t, ", "));
+        break;
+      }
     }
     for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
       if (!e.ok()) {
@@ -159,6 +221,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     if (!missing.empty()) break;
   }
   run.finished = utc_now();
+  run.throttled = throttled(run.invocations);
   finish(plan, run, missing);
   return run;
 }
