@@ -5,6 +5,9 @@
 #   scripts/bench.sh [build-dir]        (default build/; needs git, python3 and hyperfine)
 #   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the step measurement; default 60)
 #   BENCH_KEEP=1 scripts/bench.sh       (keep the temporary folder, e.g. to read the document)
+#   BENCH_PARTS="step read watch"       (the parts to run, below; default all three)
+#   BENCH_NVML=LIB                      (the watcher's NVML for part 3; default the fake one,
+#                                        build/tests/libfakenvml.so; libnvidia-ml.so.1 on a GPU host)
 #
 # 1. One bookkeeping step: `abtrack step` on a trivial command against a shell script doing the
 #    same with the git CLI (the newest record copied into runs/bench/ as the next run, a line
@@ -18,6 +21,13 @@
 #    10. Printed: `abtrack check --format md` of that experiment, and the growth from 10 to 1000
 #    runs as a ratio of the pooled medians.
 # 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
+# 3. The watcher's cost: `abtrack step` of a command that does ~10 ms of work, 3 invocations
+#    (`repeats: 3`), with the watcher sampling BENCH_NVML and without NVML (ABTRACK_NVML_LIBRARY
+#    naming no file: the watcher finds none and samples nothing), as an abtrack experiment of its
+#    own paired by round: the step's wall time, the first invocation's duration as the record has
+#    it (NVML is loaded while it runs), the later two's, and their work as the command times it.
+#    Printed: the medians side by side, and the paired change (as `check` gives it, in ms and in
+#    % of 10 ms).
 #
 # The repositories go under $TMPDIR (mktemp -d), so TMPDIR picks the file system measured; it is
 # printed first. On ext4 without a journal, creating files gets slower for a few minutes after
@@ -28,8 +38,16 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 abtrack="$build/abtrack"
 rounds=${BENCH_ROUNDS:-60}
+parts=" ${BENCH_PARTS:-step read watch} "
+part() { [[ $parts == *" $1 "* ]]; }
+nvml=${BENCH_NVML:-$build/tests/libfakenvml.so}
 [ -x "$abtrack" ] || { echo "bench: build abtrack first ($abtrack)" >&2; exit 2; }
-command -v hyperfine >/dev/null || { echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 2; }
+if part read; then
+  command -v hyperfine >/dev/null || { echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 2; }
+fi
+if part watch && [[ $nvml == */* ]] && [ ! -f "$nvml" ]; then
+  echo "bench: the fake NVML is not built ($nvml): cmake --build build --target fakenvml" >&2; exit 2
+fi
 work=$(mktemp -d)
 if [ -n "${BENCH_KEEP:-}" ]; then trap 'echo "bench: kept $work" >&2' EXIT; else trap 'rm -rf "$work"' EXIT; fi
 out="$work/results"
@@ -43,7 +61,7 @@ if [ "$fs_type" = ext2/ext3 ]; then  # stat's name for ext4 too
   journal="without a journal"
   ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-" && journal="with a journal"
 fi
-echo "bench: repositories in $work: $fs_type $journal on $dev; $rounds rounds"
+echo "bench: repositories in $work: $fs_type $journal on $dev; $rounds rounds; parts:$parts"
 
 history() {  # history DIR N: an experiment with N runs, its document rendered and committed
   python3 "$here/bench/make_history.py" "$1" "$2"
@@ -86,6 +104,7 @@ printf '{"ms": %d.%03d}\n' $((us / 1000)) $((us % 1000))
 SH
 chmod +x "$work/git-step.sh" "$work/time-step.sh"
 
+if part step; then
 # The measured repositories: svg-N with the plot, none-N with `plot: false`.
 for n in 10 1000; do
   history "$work/svg-$n" "$n"
@@ -140,7 +159,9 @@ for tool in ("abtrack", "gitcli"):
     cols = [f"{rows[(tool, '1000', p)] / rows[(tool, '10', p)]:.2f}x" for p in ("svg", "none")]
     print(f"| {tool} | {cols[0]} | {cols[1]} |")
 PY
+fi
 
+if part read; then
 for n in 1000 10000; do
   d="$work/svg-$n"
   [ -d "$d" ] || history "$d" "$n"
@@ -159,3 +180,102 @@ for n in (1000, 10000):
     for cmd, t in medians(f"read-{n}.json").items():
         print(f"| {cmd} | {t*1e3:.1f} ms |")
 PY
+fi
+
+if part watch; then
+# The measured repository: one cell whose command does ~10 ms of work (a loop calibrated here)
+# and prints how long the work took.
+cat >"$work/spin.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char** argv) {
+  unsigned long n = strtoul(argv[1], NULL, 10);
+  volatile unsigned long x = 0;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (unsigned long i = 0; i < n; ++i) x += i ^ (x >> 3);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  printf("{\"work_ms\": %.4f}\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+  return 0;
+}
+C
+cc -O2 -o "$work/spin" "$work/spin.c"
+# Iterations for 10 ms: the median of 5 runs of 10^7.
+per=$(for i in 1 2 3 4 5; do "$work/spin" 10000000; done | sed 's/[^0-9.]//g' | sort -g | sed -n 3p)
+iters=$(python3 -c "print(int(10000000 * 10 / $per))")
+git init -q -b main "$work/watched"
+git -C "$work/watched" config user.name bench && git -C "$work/watched" config user.email bench@localhost
+cat >"$work/watched/abtrack.yaml" <<YAML
+experiment: w
+doc: W.md
+axes: {x: [1]}
+repeats: 3
+command: $work/spin $iters
+metrics: {work_ms: {json: work_ms}}
+plot: false
+YAML
+(cd "$work/watched" && "$abtrack" -q init && git update-ref refs/bench/base HEAD)
+# One timed step with the watcher (on) or without NVML (off), printed as {"step_ms", "first_ms",
+# "inv_ms": [2nd, 3rd], "work_ms": [2nd, 3rd]}; the repository is reset afterwards, untimed.
+cat >"$work/time-watch.sh" <<'SH'
+#!/usr/bin/env bash
+set -eu
+cd "$(dirname "$0")/watched"
+case $1 in
+  on) lib=$NVML ;;
+  off) lib=$PWD/no-such-libnvidia-ml.so ;;
+  *) echo "time-watch.sh: on or off, not $1" >&2; exit 2 ;;
+esac
+s=$EPOCHREALTIME
+ABTRACK_NVML_LIBRARY=$lib "$ABTRACK" -q step >/dev/null
+e=$EPOCHREALTIME
+us=$(( ${e//[.,]/} - ${s//[.,]/} ))
+python3 - "$us" runs/w/0001.json "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+invs = r["invocations"]
+for inv in invs:
+    if inv["watch"]["nvml"] != (sys.argv[3] == "on"):
+        sys.exit(f"time-watch.sh: with the watcher {sys.argv[3]}, an invocation's watch is {inv['watch']}")
+print(json.dumps({"step_ms": int(sys.argv[1]) / 1e3, "first_ms": invs[0]["duration_s"] * 1e3,
+                  "inv_ms": [i["duration_s"] * 1e3 for i in invs[1:]],
+                  "work_ms": r["metrics"]["work_ms"]["samples"][1:]}))
+PY
+git reset -q --hard refs/bench/base
+SH
+chmod +x "$work/time-watch.sh"
+git init -q -b main "$work/measure-watch"
+git -C "$work/measure-watch" config user.name bench && git -C "$work/measure-watch" config user.email bench@localhost
+cat >"$work/measure-watch/abtrack.yaml" <<YAML
+experiment: watch
+doc: WATCH.md
+title: "The watcher's cost on a 10 ms invocation"
+axes: {watch: ["off", "on"]}
+baseline: {watch: "off"}
+setup: for i in 1 2 3; do $work/time-watch.sh off >/dev/null && $work/time-watch.sh on >/dev/null || exit 1; done
+env: {ABTRACK: $abtrack, NVML: $nvml}
+command: $work/time-watch.sh {watch}
+metrics:
+  step_ms: {json: step_ms, better: lower, unit: ms}
+  first_ms: {json: first_ms, better: lower, unit: ms}
+  inv_ms: {json: inv_ms, better: lower, unit: ms}
+  work_ms: {json: work_ms, better: lower, unit: ms}
+plot: false
+YAML
+(cd "$work/measure-watch" && "$abtrack" -q init && "$abtrack" -q run --rounds "$rounds" >/dev/null)
+echo
+echo "The watcher (NVML: $nvml), $rounds rounds:"
+(cd "$work/measure-watch" && "$abtrack" -q check --format md) || true
+(cd "$work/measure-watch" && "$abtrack" -q export --cells --format json) >"$out/watch.json"
+python3 - "$out/watch.json" <<'PY'
+import json, sys
+rows = {r["watch"]: r for r in json.load(open(sys.argv[1]))}
+print("\n| ~10 ms of work, 3 invocations | without NVML | with the watcher | change (paired) | in % of 10 ms |\n| --- | ---: | ---: | ---: | ---: |")
+for m, what in (("step_ms", "the step"), ("first_ms", "the first invocation (`duration_s`)"),
+                ("inv_ms", "the 2nd and 3rd invocations (`duration_s`)"), ("work_ms", "their work, as the command times it")):
+    off, on, pct = rows["off"][m], rows["on"][m], rows["on"][f"{m} delta_pct"]
+    change = off * pct / 100 if pct is not None else on - off
+    print(f"| {what} | {off:.3f} ms | {on:.3f} ms | {change:+.3f} ms | {100 * change / 10:+.2f}% |")
+PY
+fi

@@ -53,7 +53,7 @@ expect_rc 1 ab run
 expect_contains "$OUT" "run 4 x=3: invalid" "run submits the cell whose latest run is invalid again"
 expect_eq "$(commit_count)" 6
 expect_rc 2 ab run --all --rounds 2
-expect_contains "$ERR" "abtrack: error: --rounds is for the local executor"
+expect_contains "$ERR" "abtrack: error: rounds are for the local executor"
 expect_eq "$(commit_count)" 6 "a refused --rounds submits nothing"
 
 step "a task that finishes early waits for the tasks before it: commits in plan order"

@@ -176,6 +176,8 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
           line += fmt::format(" ({} {})", stats::delta_text(c.result), stats::verdict_text(c.result));
   }
   if (!rec.data.reason.empty()) line += "  — " + one_line(rec.data.reason);
+  // With throttle: invalid the reason says it already.
+  else if (rec.data.throttled) line += fmt::format("  throttled: {}", fmt::join(*rec.data.throttled, ", "));
   return line;
 }
 
@@ -189,12 +191,13 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   rec.code = code;
   rec.code.recipe = plan::recipe(ctx.plan, run.cell);
   rec.env = env;
+  runner::apply_watched_clocks(rec.env, run.invocations);
   rec.plan_sha256 = ctx.plan.sha256;
   rec.abtrack_version = std::string(version());
   rec.metric_specs = ctx.plan.metrics;
   rec.artifacts = hash_artifacts(ctx, run.cell, rev ? rev->dir : ctx.repo.workdir());
   // What was not measured or read says so, and the record keeps why (profiles, artifacts' cuda).
-  for (const auto& p : run.profiles)
+  for (const auto& p : run.profiles.or_empty())
     if (!p.ok())
       warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
                        p.status == "incomplete" ? "the other ncu metrics were recorded"

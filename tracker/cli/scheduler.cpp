@@ -25,12 +25,21 @@
 namespace abtrack::cli {
 namespace fs = std::filesystem;
 
-util::ProcessResult CommandExecutor::execute(const util::ProcessSpec& spec) {
-  if (m_gpu.empty() && !m_echo) return m_local.execute(spec);
+util::ProcessSpec CommandExecutor::with_gpu(const util::ProcessSpec& spec) const {
   util::ProcessSpec s = spec;
   if (!m_gpu.empty()) s.env.emplace_back("CUDA_VISIBLE_DEVICES", m_gpu);
   if (m_echo) s.echo = m_echo;
-  return m_local.execute(s);
+  return s;
+}
+
+util::ProcessResult CommandExecutor::execute(const util::ProcessSpec& spec) {
+  if (m_gpu.empty() && !m_echo) return m_local.execute(spec);
+  return m_local.execute(with_gpu(spec));
+}
+
+util::ProcessResult CommandExecutor::execute_watched(const util::ProcessSpec& spec, util::HeapOptional<runner::Watch>& watch) {
+  if (m_gpu.empty() && !m_echo) return m_local.execute_watched(spec, watch);
+  return m_local.execute_watched(with_gpu(spec), watch);
 }
 
 std::optional<Error> EarlyStop::add(const record::Record& rec) {

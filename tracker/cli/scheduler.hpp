@@ -41,8 +41,10 @@ class CommandExecutor final : public runner::Executor {
  public:
   CommandExecutor(std::string gpu, util::OutputFn echo) : m_gpu(std::move(gpu)), m_echo(std::move(echo)) {}
   util::ProcessResult execute(const util::ProcessSpec& spec) override;
+  util::ProcessResult execute_watched(const util::ProcessSpec& spec, util::HeapOptional<runner::Watch>& watch) override;
 
  private:
+  util::ProcessSpec with_gpu(const util::ProcessSpec& spec) const;
   runner::LocalExecutor m_local;
   std::string m_gpu;
   util::OutputFn m_echo;

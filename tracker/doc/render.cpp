@@ -462,6 +462,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     return s;
   }() + "\n";
   bool any_exact = false, any_absolute = false, any_paired = false;  // the footnote explains them when they occur
+  bool any_throttled = false;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     const Record* r = c.latest();
@@ -503,7 +504,13 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
         row.push_back(escape_cell(cell));
       }
       row.push_back(escape_cell(gates_text(*c.deciding())));
-      row.push_back(outcome_text(c.outcome()));
+      // The watcher's throttle reasons over the pool's runs whose samples count (runner/watch.hpp).
+      std::vector<std::string> throttled;
+      for (const auto* p : c.pool())
+        if (p->data.outcome != Outcome::invalid) throttled = runner::merge_throttle(throttled, p->data.throttled.or_empty());
+      any_throttled = any_throttled || !throttled.empty();
+      row.push_back(outcome_text(c.outcome()) +
+                    (throttled.empty() ? "" : escape_cell(fmt::format(" (*throttled*: {})", fmt::join(throttled, ", ")))));
       std::vector<std::string> numbers;
       for (const auto* p : c.pool()) numbers.push_back(std::to_string(p->run));
       row.push_back(fmt::format("{}", fmt::join(numbers, ", ")));
@@ -538,6 +545,9 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
         t += " *(abs)*: a sample is ≤ 0, so there is no ratio: the change is the absolute B − A in the metric's unit "
              "(Hodges–Lehmann on the values), its CI judged against 0.";
     }
+    if (any_throttled)
+      t += " *throttled*: NVML reported these clock-event reasons while the GPU was busy during a run of the pool, so its "
+           "times may be slower than the GPU's; `throttle: invalid` in the plan makes such runs invalid.";
     t += "\n";
   }
   out["results"] = t;
@@ -663,7 +673,10 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     std::string code = r.code.short_name();
     runs += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run, escape_cell(r.label()), outcome_text(r.data.outcome),
                         escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
-                        escape_cell(r.data.reason.empty() ? "" : r.data.reason), escape_cell(code));
+                        escape_cell(!r.data.reason.empty()     ? r.data.reason
+                                    : !r.data.throttled ? ""
+                                                               : fmt::format("throttled: {}", fmt::join(*r.data.throttled, ", "))),
+                        escape_cell(code));
   }
   if (std::size_t earlier = mine.size() - shown + options.runs_left_out; earlier > 0)
     runs += fmt::format("\n{} earlier runs: `abtrack log` or `git log` lists them.\n", earlier);

@@ -21,7 +21,7 @@ const std::vector<std::string> kTopKeys = {
     "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
     "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
     "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds",
-    "max_rounds", "budget", "warmup"};
+    "max_rounds", "budget", "warmup", "throttle"};
 const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "ncu", "file", "name",
                                               "state", "kernel", "launch", "scale",  "better", "unit", "warmup"};
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
@@ -276,6 +276,12 @@ class Loader {
       }
     }
     load_scale_out(get("jobs"), get("gpus"), get("executor"), get("slurm"), plan);
+    if (auto n = get("throttle")) {
+      auto v = scalar(*n, "throttle");
+      if (v == "warn" || v == "invalid") plan.throttle = *v == "warn" ? Throttle::warn : Throttle::invalid;
+      else if (v) error(at(n->Mark()), fmt::format("throttle must be warn or invalid, not '{}'{}", *v, util::suggestion_suffix(*v, {"warn", "invalid"})),
+                        "throttle: warn flags runs the GPU throttled; throttle: invalid makes them invalid");
+    }
 
     if (m_errors.empty()) {
       if (plan.cells().empty()) error(mark("exclude"), "every cell of the sweep is excluded");

@@ -87,6 +87,10 @@ struct Model {
 // `executor:` where cells run.
 enum class ExecutorKind { local, slurm };
 
+// `throttle:` what an invocation the GPU throttled while busy makes of its run (runner/watch.hpp):
+// warn (the run stands, flagged in its result line and the document) or invalid.
+enum class Throttle { warn, invalid };
+
 // `slurm:` how cells are submitted as one job array (docs/SCALING.md).
 struct SlurmOptions {
   std::string partition;           // --partition; empty: the cluster's default
@@ -152,6 +156,7 @@ struct Plan {
   int jobs = 1;                    // cells run at once by the local executor
   std::vector<std::string> gpus;   // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
   ExecutorKind executor = ExecutorKind::local;
+  Throttle throttle = Throttle::warn;  // `throttle:`
   SlurmOptions slurm;
   std::vector<Diagnostic> warnings;  // non-fatal findings of the loader
 

@@ -24,7 +24,8 @@ namespace {
 // 7: the code's recipe and revision in the header.
 // 8: whether the schedule's batch ran `rounds: auto`.
 // 9: each artifact's compiled-code facts (its record's `cuda` object, as JSON text).
-constexpr std::string_view kMagic = "abtrack-record-cache 9\n";
+// 10: the throttle reasons the watcher saw (Run::throttled), which the document flags.
+constexpr std::string_view kMagic = "abtrack-record-cache 10\n";
 
 class Writer {
  public:
@@ -149,6 +150,8 @@ std::string encode_frame(std::string_view oid, const Record& r) {
     w.str(s->batch);
     w.pod<std::uint8_t>(s->sequential);
   }
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.throttled.or_empty().size()));
+  for (const auto& t : r.data.throttled.or_empty()) w.str(t);
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -271,6 +274,10 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     s.batch = in.str();
     s.sequential = in.pod<std::uint8_t>() != 0;
     r.data.schedule = std::move(s);
+  }
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    if (n > payload.size()) throw std::runtime_error("bad throttle count in cache frame");
+    r.data.throttled.ensure().push_back(in.str());
   }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
   return oid;

@@ -39,16 +39,87 @@ ojson placement_json(const runner::Placement& p) {
   return j;
 }
 
+double num_or(const ojson& j, const char* key, double otherwise) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : otherwise;
+}
+
+// A watched quantity, to a thousandth (mW, for power in W); a whole number without a fraction.
+ojson watched(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  double r = std::round(v * 1000) / 1000;
+  return r == std::floor(r) && std::fabs(r) < 1e15 ? ojson(static_cast<std::int64_t>(r)) : ojson(r);
+}
+
+// The watcher's view of one invocation: min/median/max as [min, median, max].
+ojson watch_json(const runner::Watch& w) {
+  if (!w.nvml) return ojson{{"nvml", false}, {"reason", w.reason}};
+  ojson gpus = ojson::array();
+  for (const auto& g : w.gpus) {
+    ojson j{{"index", g.index}, {"uuid", g.uuid}, {"samples", g.samples}, {"busy", g.busy}};
+    auto range = [&](const char* key, const std::optional<runner::Range>& r) {
+      j[key] = r ? ojson::array({watched(r->min), watched(r->median), watched(r->max)}) : ojson(nullptr);
+    };
+    range("sm_clock_mhz", g.sm_clock_mhz);
+    range("mem_clock_mhz", g.mem_clock_mhz);
+    range("power_w", g.power_w);
+    range("power_limit_w", g.power_limit_w);
+    range("temperature_c", g.temperature_c);
+    range("gpu_util_pct", g.gpu_util_pct);
+    range("mem_util_pct", g.mem_util_pct);
+    j["busy_sm_clock_mhz"] = g.busy_sm_clock_mhz ? watched(*g.busy_sm_clock_mhz) : ojson(nullptr);
+    j["busy_mem_clock_mhz"] = g.busy_mem_clock_mhz ? watched(*g.busy_mem_clock_mhz) : ojson(nullptr);
+    j["throttle"] = g.throttle;
+    gpus.push_back(std::move(j));
+  }
+  return ojson{{"nvml", true}, {"interval_ms", watched(w.interval_ms)}, {"gpus", gpus}};
+}
+
+runner::Watch parse_watch(const ojson& j) {
+  runner::Watch w;
+  w.nvml = j.value("nvml", false);
+  w.reason = j.value("reason", "");
+  w.interval_ms = num_or(j, "interval_ms", 0);
+  for (const auto& gj : j.value("gpus", ojson::array())) {
+    if (!gj.is_object()) continue;
+    runner::GpuWatch g;
+    g.index = gj.value("index", 0u);
+    g.uuid = gj.value("uuid", "");
+    g.samples = gj.value("samples", 0);
+    g.busy = gj.value("busy", 0);
+    auto range = [&](const char* key, std::optional<runner::Range>& r) {
+      if (!gj.contains(key) || !gj[key].is_array() || gj[key].size() != 3) return;
+      const auto& a = gj[key];
+      if (a[0].is_number() && a[1].is_number() && a[2].is_number())
+        r = runner::Range{a[0].get<double>(), a[1].get<double>(), a[2].get<double>()};
+    };
+    range("sm_clock_mhz", g.sm_clock_mhz);
+    range("mem_clock_mhz", g.mem_clock_mhz);
+    range("power_w", g.power_w);
+    range("power_limit_w", g.power_limit_w);
+    range("temperature_c", g.temperature_c);
+    range("gpu_util_pct", g.gpu_util_pct);
+    range("mem_util_pct", g.mem_util_pct);
+    if (gj.contains("busy_sm_clock_mhz") && gj["busy_sm_clock_mhz"].is_number()) g.busy_sm_clock_mhz = gj["busy_sm_clock_mhz"].get<double>();
+    if (gj.contains("busy_mem_clock_mhz") && gj["busy_mem_clock_mhz"].is_number()) g.busy_mem_clock_mhz = gj["busy_mem_clock_mhz"].get<double>();
+    for (const auto& t : gj.value("throttle", ojson::array()))
+      if (t.is_string()) g.throttle.push_back(t.get<std::string>());
+    w.gpus.push_back(std::move(g));
+  }
+  return w;
+}
+
 ojson invocation_json(const runner::Invocation& inv) {
-  return ojson{{"command", inv.command},
-               {"exit_code", opt_int(inv.exit_code)},
-               {"signal", opt_int(inv.signal)},
-               {"timed_out", inv.timed_out},
-               {"duration_s", inv.duration_s},
-               {"stdout_bytes", inv.stdout_bytes},
-               {"stderr_bytes", inv.stderr_bytes},
-               {"stdout_tail", inv.stdout_tail},
-               {"stderr_tail", inv.stderr_tail}};
+  ojson j{{"command", inv.command},
+          {"exit_code", opt_int(inv.exit_code)},
+          {"signal", opt_int(inv.signal)},
+          {"timed_out", inv.timed_out},
+          {"duration_s", inv.duration_s},
+          {"stdout_bytes", inv.stdout_bytes},
+          {"stderr_bytes", inv.stderr_bytes},
+          {"stdout_tail", inv.stdout_tail},
+          {"stderr_tail", inv.stderr_tail}};
+  if (inv.watch) j["watch"] = watch_json(*inv.watch);
+  return j;
 }
 
 runner::Invocation parse_invocation(const ojson& j) {
@@ -62,6 +133,7 @@ runner::Invocation parse_invocation(const ojson& j) {
   inv.stderr_bytes = j.value("stderr_bytes", std::uint64_t{0});
   inv.stdout_tail = j.value("stdout_tail", "");
   inv.stderr_tail = j.value("stderr_tail", "");
+  if (j.contains("watch") && j["watch"].is_object()) inv.watch = parse_watch(j["watch"]);
   return inv;
 }
 
@@ -98,10 +170,6 @@ ojson comparison_json(const Comparison& c) {
                {"baseline_cell", c.baseline_cell},
                {"metrics", metrics},
                {"notes", c.notes}};
-}
-
-double num_or(const ojson& j, const char* key, double otherwise) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : otherwise;
 }
 
 stats::Interval parse_interval(const ojson& j, const char* key) {
@@ -373,7 +441,7 @@ std::string to_json(const Record& r) {
       if (m.better != plan::Better::none) entry["better"] = plan::to_string(m.better);
     }
     entry["samples"] = samples_json;
-    if (auto w = r.data.warmup.find(name); w != r.data.warmup.end()) {
+    if (auto w = r.data.warmup.or_empty().find(name); w != r.data.warmup.or_empty().end()) {
       for (const auto& m : r.metric_specs)
         if (m.name == name) entry["warmup"] = m.warmup;
       ojson dropped = ojson::array();
@@ -394,7 +462,7 @@ std::string to_json(const Record& r) {
   ojson invocations = ojson::array();
   for (const auto& inv : r.data.invocations) invocations.push_back(invocation_json(inv));
   ojson gpus = ojson::array();
-  for (const auto& g : r.env.gpus)
+  for (const auto& g : r.env.gpus) {
     gpus.push_back(ojson{{"name", g.name},
                          {"uuid", g.uuid},
                          {"driver", g.driver},
@@ -402,6 +470,8 @@ std::string to_json(const Record& r) {
                          {"mem_clock_mhz", opt_int(g.mem_clock_mhz)},
                          {"power_limit_w", opt(g.power_limit_w)},
                          {"temperature_c", opt_int(g.temperature_c)}});
+    if (!g.clocks_from.empty()) gpus.back()["clocks_from"] = g.clocks_from;
+  }
   ojson env{{"host", r.env.host},         {"os", r.env.os},   {"cpu", r.env.cpu},       {"cpus", r.env.cpus},
             {"compiler", r.env.compiler}, {"gpus", gpus},     {"driver", r.env.driver}, {"cuda", r.env.cuda}};
   ojson artifacts = ojson::array();
@@ -449,8 +519,8 @@ std::string to_json(const Record& r) {
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
           {"plan_sha256", r.plan_sha256}};
   if (!r.build) j.erase("build");  // a plan with revisions only
-  if (r.data.profiles.empty()) j.erase("profiles");  // a plan with ncu: metrics only
-  for (const auto& p : r.data.profiles) j["profiles"].push_back(profile_json(p));
+  if (r.data.profiles.or_empty().empty()) j.erase("profiles");  // a plan with ncu: metrics only
+  for (const auto& p : r.data.profiles.or_empty()) j["profiles"].push_back(profile_json(p));
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -477,12 +547,13 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (j.contains("setup") && j["setup"].is_object()) r.data.setup = parse_invocation(j["setup"]);
     for (const auto& inv : j.value("invocations", ojson::array())) r.data.invocations.push_back(parse_invocation(inv));
     for (const auto& p : j.value("profiles", ojson::array()))
-      if (p.is_object()) r.data.profiles.push_back(profile_of(p));
+      if (p.is_object()) r.data.profiles.ensure().push_back(profile_of(p));
+    if (auto t = runner::throttled(r.data.invocations); !t.empty()) r.data.throttled = std::move(t);
     for (const auto& [k, v] : j.at("metrics").items()) {
       auto& dst = r.data.samples[k];
       for (const auto& s : v.at("samples")) dst.push_back(s.is_number() ? s.get<double>() : std::nan(""));
       if (v.contains("warmup_samples") && v["warmup_samples"].is_array()) {
-        auto& w = r.data.warmup[k];
+        auto& w = r.data.warmup.ensure()[k];
         for (const auto& s : v["warmup_samples"]) w.push_back(s.is_number() ? s.get<double>() : std::nan(""));
       }
     }
@@ -544,6 +615,7 @@ Record parse_record(std::string_view text, const std::string& name) {
           gpu.mem_clock_mhz = u("mem_clock_mhz");
           if (g.contains("power_limit_w") && g["power_limit_w"].is_number()) gpu.power_limit_w = g["power_limit_w"].get<double>();
           gpu.temperature_c = u("temperature_c");
+          gpu.clocks_from = g.value("clocks_from", "");
         }
         r.env.gpus.push_back(std::move(gpu));
       }

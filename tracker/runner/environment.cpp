@@ -1,6 +1,5 @@
 #include "runner/environment.hpp"
 
-#include <dlfcn.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "runner/nvml.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -50,79 +50,21 @@ std::string compiler_name() {
 #endif
 }
 
-// NVML's C API, declared here so abtrack has no link-time dependency on the driver: the
-// library is opened with dlopen and every entry point looked up by name.
-using nvmlReturn_t = int;
-using nvmlDevice_t = void*;
-constexpr nvmlReturn_t kNvmlSuccess = 0;
-constexpr int kNvmlClockSm = 1, kNvmlClockMem = 2, kNvmlTemperatureGpu = 0;
-
-class Nvml {
- public:
-  Nvml() {
-    m_lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!m_lib) return;
-    init = sym<nvmlReturn_t (*)()>("nvmlInit_v2");
-    count = sym<nvmlReturn_t (*)(unsigned*)>("nvmlDeviceGetCount_v2");
-    handle = sym<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>("nvmlDeviceGetHandleByIndex_v2");
-    name = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetName");
-    uuid = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>("nvmlDeviceGetUUID");
-    driver = sym<nvmlReturn_t (*)(char*, unsigned)>("nvmlSystemGetDriverVersion");
-    clock = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetClockInfo");
-    power_limit = sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
-    temperature = sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>("nvmlDeviceGetTemperature");
-    m_ok = init && count && handle && init() == kNvmlSuccess;
-  }
-  // Neither nvmlShutdown nor dlclose: NVML stays initialised until the process exits, when the
-  // driver releases its state. nvmlShutdown took 4.3-5.0 ms on an H200 host, a tenth of a step
-  // there, for nothing a short-lived command needs.
-  ~Nvml() = default;
-  Nvml(const Nvml&) = delete;
-  Nvml& operator=(const Nvml&) = delete;
-  bool ok() const { return m_ok; }
-
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*count)(unsigned*) = nullptr;
-  nvmlReturn_t (*handle)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
-
- private:
-  template <class F>
-  F sym(const char* n) {
-    return reinterpret_cast<F>(::dlsym(m_lib, n));
-  }
-  void* m_lib = nullptr;
-  bool m_ok = false;
-};
-
 std::vector<Gpu> nvml_gpus(std::string& driver_out) {
   std::vector<Gpu> out;
-  static Nvml nvml;  // once per process
+  const Nvml& nvml = runner::nvml();  // once per process
   if (!nvml.ok()) return out;
-  char buf[256] = {};
-  std::string driver;
-  if (nvml.driver && nvml.driver(buf, sizeof buf - 1) == kNvmlSuccess) driver = buf;
-  driver_out = driver;
-  unsigned n = 0;
-  if (nvml.count(&n) != kNvmlSuccess) return out;
-  for (unsigned i = 0; i < n && i < 64; ++i) {
-    nvmlDevice_t dev = nullptr;
-    if (nvml.handle(i, &dev) != kNvmlSuccess) continue;
+  driver_out = nvml.driver();
+  for (const auto& d : nvml.devices()) {
     Gpu g;
-    g.driver = driver;
-    if (nvml.name && nvml.name(dev, buf, sizeof buf - 1) == kNvmlSuccess) g.name = buf;
-    std::fill(std::begin(buf), std::end(buf), '\0');
-    if (nvml.uuid && nvml.uuid(dev, buf, sizeof buf - 1) == kNvmlSuccess) g.uuid = buf;
+    g.driver = nvml.driver();
+    g.name = d.name;
+    g.uuid = d.uuid;
     unsigned v = 0;
-    if (nvml.clock && nvml.clock(dev, kNvmlClockSm, &v) == kNvmlSuccess) g.sm_clock_mhz = v;
-    if (nvml.clock && nvml.clock(dev, kNvmlClockMem, &v) == kNvmlSuccess) g.mem_clock_mhz = v;
-    if (nvml.power_limit && nvml.power_limit(dev, &v) == kNvmlSuccess) g.power_limit_w = v / 1000.0;  // mW
-    if (nvml.temperature && nvml.temperature(dev, kNvmlTemperatureGpu, &v) == kNvmlSuccess) g.temperature_c = v;
+    if (nvml.clock && nvml.clock(d.handle, kNvmlClockSm, &v) == kNvmlSuccess) g.sm_clock_mhz = v;
+    if (nvml.clock && nvml.clock(d.handle, kNvmlClockMem, &v) == kNvmlSuccess) g.mem_clock_mhz = v;
+    if (nvml.power_limit && nvml.power_limit(d.handle, &v) == kNvmlSuccess) g.power_limit_w = v / 1000.0;  // mW
+    if (nvml.temperature && nvml.temperature(d.handle, kNvmlTemperatureGpu, &v) == kNvmlSuccess) g.temperature_c = v;
     out.push_back(std::move(g));
   }
   return out;
@@ -170,11 +112,7 @@ Environment probe_environment() {
     }
   }
   std::string nvml_driver;
-  // NVML needs NVIDIA's kernel driver: its control device (or /dev/dxg, WSL's GPU bridge). Without
-  // one, looking for libnvidia-ml.so.1 along the loader's ~40 paths is all the probe would do.
-  std::error_code no_gpu_ec;
-  if (fs::exists("/dev/nvidiactl", no_gpu_ec) || fs::exists("/proc/driver/nvidia", no_gpu_ec) || fs::exists("/dev/dxg", no_gpu_ec))
-    e.gpus = nvml_gpus(nvml_driver);
+  e.gpus = nvml_gpus(nvml_driver);  // not looked for without NVIDIA's kernel driver (nvml.hpp)
   if (!nvml_driver.empty()) e.driver = nvml_driver;  // the library's word over our parsing
   if (e.gpus.empty()) {
     // No NVML (a container without the driver's user-space library): names from /proc.

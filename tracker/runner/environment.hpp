@@ -14,6 +14,10 @@ struct Gpu {
   std::optional<unsigned> sm_clock_mhz, mem_clock_mhz;  // current clocks
   std::optional<double> power_limit_w;                  // enforced power limit
   std::optional<unsigned> temperature_c;                // core temperature
+  // Where the clocks come from (apply_watched_clocks, run.hpp): "busy" (the median of the samples
+  // the watcher took while the GPU was busy), "idle" (watched, never busy: the median of all its
+  // samples) or "probe" (the one read of the fingerprint). Empty in records written before it.
+  std::string clocks_from;
 };
 
 struct Environment {

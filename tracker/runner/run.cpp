@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 
@@ -12,6 +14,7 @@
 
 #include "metrics/extract.hpp"
 #include "runner/profile.hpp"
+#include "stats/quantile.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -56,7 +59,7 @@ void add_samples(const plan::Metric& m, std::vector<double> samples, Run& run, c
                             "own (metrics: {{{}: {{..., warmup: 0}}}})",
                             m.name));
   if (drop > 0) {
-    auto& w = run.warmup[m.name];
+    auto& w = run.warmup.ensure()[m.name];
     w.insert(w.end(), samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(drop));
   }
   auto& dst = run.samples[m.name];
@@ -65,7 +68,7 @@ void add_samples(const plan::Metric& m, std::vector<double> samples, Run& run, c
 
 // Why a metric has no samples in a run whose invocations counted: its ncu profile's message.
 std::string unmeasured(const Run& run, const std::string& metric) {
-  for (const auto& p : run.profiles)
+  for (const auto& p : run.profiles.or_empty())
     if (std::find(p.metrics.begin(), p.metrics.end(), metric) != p.metrics.end() && !p.message.empty())
       return fmt::format("ncu did not measure {}: {}", metric, p.message);
   return fmt::format("{} was not measured", metric);
@@ -75,7 +78,7 @@ std::string unmeasured(const Run& run, const std::string& metric) {
 void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& missing) {
   // A gate holds for every sample, the warm-up ones too: a wrong result is wrong however early.
   auto all = run.samples;
-  for (const auto& [name, w] : run.warmup) all[name].insert(all[name].end(), w.begin(), w.end());
+  for (const auto& [name, w] : run.warmup.or_empty()) all[name].insert(all[name].end(), w.begin(), w.end());
   run.gates = gates::evaluate(plan.gates, all);
   if (run.reason.empty() && !missing.empty()) run.reason = fmt::format("{}", fmt::join(missing, "; "));
   // Reasons quote what a command printed: keep them valid UTF-8 (the record and the document
@@ -94,7 +97,7 @@ void finish(const plan::Plan& plan, Run& run, const std::vector<std::string>& mi
     }
     failed.push_back(fmt::format("gate '{}' does not hold: worst {} ({} of {} samples{})", g.expression,
                                  util::format_number(*g.worst), g.violations, all[g.metric].size(),
-                                 run.warmup.count(g.metric) ? ", warm-up included" : ""));
+                                 run.warmup.or_empty().count(g.metric) ? ", warm-up included" : ""));
   }
   run.outcome = failed.empty() ? Outcome::pass : Outcome::fail;
   run.reason = fmt::format("{}", fmt::join(failed, "; "));
@@ -112,6 +115,57 @@ util::ProcessSpec spec_for(const plan::Plan& plan, const plan::Cell* cell, const
 }  // namespace
 
 util::ProcessResult LocalExecutor::execute(const util::ProcessSpec& spec) { return util::run_process(spec); }
+
+util::ProcessResult LocalExecutor::execute_watched(const util::ProcessSpec& spec, util::HeapOptional<Watch>& watch) {
+  std::optional<std::string> visible;
+  for (const auto& [k, v] : spec.env)
+    if (k == "CUDA_VISIBLE_DEVICES") visible = v;
+  if (!visible)
+    if (const char* own = std::getenv("CUDA_VISIBLE_DEVICES")) visible = own;
+  Watcher watcher(std::move(visible));  // stopped by its destructor if execute() throws
+  util::ProcessResult r = execute(spec);
+  watch = watcher.stop();
+  return r;
+}
+
+std::vector<std::string> throttled(const std::vector<Invocation>& invocations) {
+  std::vector<std::string> out;
+  for (const auto& inv : invocations)
+    if (inv.watch)
+      for (const auto& g : inv.watch->gpus) out = merge_throttle(out, g.throttle);
+  return out;
+}
+
+void apply_watched_clocks(Environment& env, const std::vector<Invocation>& invocations) {
+  for (auto& gpu : env.gpus) {
+    std::vector<double> busy_sm, busy_mem, sm, mem;
+    for (const auto& inv : invocations) {
+      if (!inv.watch) continue;
+      for (const auto& g : inv.watch->gpus) {
+        if (g.uuid.empty() || g.uuid != gpu.uuid) continue;
+        if (g.busy_sm_clock_mhz) busy_sm.push_back(*g.busy_sm_clock_mhz);
+        if (g.busy_mem_clock_mhz) busy_mem.push_back(*g.busy_mem_clock_mhz);
+        if (g.sm_clock_mhz) sm.push_back(g.sm_clock_mhz->median);
+        if (g.mem_clock_mhz) mem.push_back(g.mem_clock_mhz->median);
+      }
+    }
+    auto median_of = [](const std::vector<double>& v) -> std::optional<unsigned> {
+      if (v.empty()) return std::nullopt;
+      return static_cast<unsigned>(std::lround(stats::median(v)));
+    };
+    if (!busy_sm.empty()) {
+      gpu.sm_clock_mhz = median_of(busy_sm);
+      gpu.mem_clock_mhz = busy_mem.empty() ? gpu.mem_clock_mhz : median_of(busy_mem);
+      gpu.clocks_from = "busy";
+    } else if (!sm.empty()) {
+      gpu.sm_clock_mhz = median_of(sm);
+      gpu.mem_clock_mhz = mem.empty() ? gpu.mem_clock_mhz : median_of(mem);
+      gpu.clocks_from = "idle";
+    } else {
+      gpu.clocks_from = "probe";
+    }
+  }
+}
 
 std::string_view to_string(Outcome o) {
   switch (o) {
@@ -174,13 +228,21 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     util::throw_if_interrupted();
     const metrics::MetricFiles files{plan.command_dir(), &plan, &cell};
     auto stamps = metrics::stamp_files(plan.metrics, files);
-    auto r = executor.execute(spec_for(plan, &cell, run.command));
+    util::HeapOptional<Watch> watch;
+    auto r = executor.execute_watched(spec_for(plan, &cell, run.command), watch);
     if (r.interrupted) util::throw_if_interrupted();
     run.invocations.push_back(to_invocation(run.command, r));
+    run.invocations.back().watch = std::move(watch);
     std::string what = plan.repeats > 1 ? fmt::format("invocation {} of {}", i + 1, plan.repeats) : "command";
     if (auto why = failure(what.c_str(), r, plan.timeout_s); !why.empty()) {
       run.reason = why;
       break;
+    }
+    if (plan.throttle == plan::Throttle::invalid) {
+      if (auto t = throttled({run.invocations.back()}); !t.empty()) {
+        run.reason = fmt::format("{} was throttled while the GPU was busy: {} (throttle: invalid)", what, fmt::join(t, ", "));
+        break;
+      }
     }
     for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
       const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(), [&](const plan::Metric& x) { return x.name == name; });
@@ -197,9 +259,11 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
   }
   // The ncu metrics: one more invocation under the profiler, only when the timed ones counted.
   if (run.reason.empty() && missing.empty()) {
-    run.profiles = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples);
+    if (auto p = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples); !p.empty())
+      run.profiles = std::move(p);
   }
   run.finished = utc_now();
+  if (auto t = throttled(run.invocations); !t.empty()) run.throttled = std::move(t);
   finish(plan, run, missing);
   return run;
 }

@@ -9,6 +9,8 @@
 
 #include "gates/gates.hpp"
 #include "plan/plan.hpp"
+#include "runner/environment.hpp"
+#include "runner/watch.hpp"
 #include "util/heap_optional.hpp"
 #include "util/process.hpp"
 
@@ -21,12 +23,22 @@ class Executor {
   virtual ~Executor() = default;
   // Runs one shell command to completion. Throws Error(environment) when it cannot start.
   virtual util::ProcessResult execute(const util::ProcessSpec& spec) = 0;
+  // The same, watching the GPUs the command sees while it runs (watch.hpp) into `watch`.
+  // By default nothing is watched: an executor that runs no command on this machine (a replay,
+  // a test's fake) has nothing to watch.
+  virtual util::ProcessResult execute_watched(const util::ProcessSpec& spec, util::HeapOptional<Watch>& watch) {
+    (void)watch;
+    return execute(spec);
+  }
 };
 
 // Runs commands as local processes (util::run_process).
 class LocalExecutor final : public Executor {
  public:
   util::ProcessResult execute(const util::ProcessSpec& spec) override;
+  // Watches the GPUs of the spec's CUDA_VISIBLE_DEVICES (its last, as the command gets it),
+  // else of this process's, else every GPU.
+  util::ProcessResult execute_watched(const util::ProcessSpec& spec, util::HeapOptional<Watch>& watch) override;
 };
 
 enum class Outcome { pass, fail, invalid };
@@ -41,6 +53,7 @@ struct Invocation {
   double duration_s = 0;
   std::uint64_t stdout_bytes = 0, stderr_bytes = 0;
   std::string stdout_tail, stderr_tail;
+  util::HeapOptional<Watch> watch;  // the GPUs while it ran; none when not watched (setup, replays)
 };
 
 // Where a run sat in an `abtrack run --rounds R` schedule.
@@ -99,12 +112,24 @@ struct Run {
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
   // Per metric with `warmup:`: the first samples of each invocation, dropped from `samples`
   // (and so from every analysis); the gates still see them.
-  std::map<std::string, std::vector<double>> warmup;
-  std::vector<Profile> profiles;   // the ncu invocations, when the plan has ncu: metrics
+  util::HeapOptional<std::map<std::string, std::vector<double>>> warmup;
+  util::HeapOptional<std::vector<Profile>> profiles;   // the ncu invocations, when the plan has ncu: metrics
   std::vector<gates::GateResult> gates;
   util::HeapOptional<Schedule> schedule;
   util::HeapOptional<Placement> placement;
+  // The throttle reasons the watcher saw while a GPU was busy, over every invocation
+  // (merge_throttle's order); empty when none was throttled or nothing was watched.
+  util::HeapOptional<std::vector<std::string>> throttled;
 };
+
+// The union of the invocations' throttle reasons (Run::throttled).
+std::vector<std::string> throttled(const std::vector<Invocation>& invocations);
+
+// The fingerprint's GPU clocks from what the run's invocations watched (Gpu::clocks_from): per
+// GPU (matched by UUID), the median over the invocations of the busy samples' median clocks when
+// any were busy ("busy"), else of all their samples' medians ("idle"); a GPU nobody watched
+// keeps the probe's clocks ("probe").
+void apply_watched_clocks(Environment& env, const std::vector<Invocation>& invocations);
 
 // The result of the plan's setup command, run once per step/run invocation.
 struct SetupResult {

@@ -1,6 +1,6 @@
 #pragma once
 // An optional value kept on the heap, for the rarely filled parts of a value that a program
-// holds thousands of (a run record's setup, schedule, placement and comparison).
+// holds thousands of (a run record's setup, schedule, placement, comparison, warm-up samples...).
 #include <memory>
 #include <optional>
 #include <utility>
@@ -44,6 +44,16 @@ class HeapOptional {
   T* operator->() { return m_p.get(); }
   const T* operator->() const { return m_p.get(); }
   void reset() { m_p.reset(); }
+  // For a collection that is usually empty: the value, made (empty) when there is none...
+  T& ensure() {
+    if (!m_p) m_p = std::make_unique<T>();
+    return *m_p;
+  }
+  // ...and read as an empty one when there is none.
+  const T& or_empty() const {
+    static const T empty{};
+    return m_p ? *m_p : empty;
+  }
 
  private:
   std::unique_ptr<T> m_p;
