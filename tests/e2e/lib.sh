@@ -302,9 +302,14 @@ expect_fsck() {
 }
 
 # expect_records_valid FILE...: every record validates against docs/run-record.schema.json.
+# With ABTRACK_E2E_RECORDS set to a folder, the records are copied there too (to validate records
+# made on a machine without python3-jsonschema elsewhere).
 expect_records_valid() {
   CHECKS=$((CHECKS + 1))
   local out
+  if [ -n "${ABTRACK_E2E_RECORDS:-}" ]; then
+    mkdir -p "$ABTRACK_E2E_RECORDS" && for f in "$@"; do cp "$f" "$ABTRACK_E2E_RECORDS/$TEST_NAME-$(basename "$f")"; done
+  fi
   if ! out=$("$PY" - "$E2E_DIR/../../docs/run-record.schema.json" "$@" 2>&1 <<'PY'
 import json, sys
 import jsonschema
