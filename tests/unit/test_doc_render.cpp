@@ -102,6 +102,11 @@ TEST_CASE("a failed cell gets no verdict, rendering is deterministic") {
   CHECK(a == b);
   CHECK(a["results"].find("no verdict: a gate failed") != std::string::npos);
   CHECK(a["summary"].find("**2 of 4 cells measured**: 1 pass, 1 fail, 0 invalid; 2 pending.") != std::string::npos);
+  CHECK(a["summary"].find("2 runs committed, 0.0 s in their commands.") != std::string::npos);
+  // What the runs cost the machine adds up over every record: the invocations and ncu profiles.
+  recs[0].data.command_s = 61.5;
+  recs[1].data.command_s = 60;
+  CHECK(doc::render_regions(p, recs)["summary"].find("2 runs committed, 2.0 min in their commands.") != std::string::npos);
   CHECK(a["runs"].find("| 2 | warps=8 batch=a\\|b | **fail** |") != std::string::npos);
 }
 
@@ -114,6 +119,7 @@ TEST_CASE("the records outside the pools and the newest runs left out render the
   for (int run = 1; run <= 120; ++run) {
     recs.push_back(make_record(p, run, cells[static_cast<std::size_t>(run % 4)], series(100 + run % 4, 6), 0.001));
     recs.back().code.commit = std::string(40, static_cast<char>('a' + ((run - 1) / 10) % 12));
+    recs.back().data.command_s = 1.5;  // 119 runs of this experiment: 178.5 s
   }
   recs.back().code.commit = std::string(40, 'a');
   recs[29].experiment = "other";
@@ -138,9 +144,13 @@ TEST_CASE("the records outside the pools and the newest runs left out render the
   }
   CHECK(read.size() < 70);
   CHECK(left_out == recs.size() - 1 - read.size());
+  double left_out_s = 0;  // as a step adds them up, from the headers
+  for (std::size_t i = 0; i < recs.size(); ++i)
+    if (!full[i] && recs[i].experiment == p.experiment) left_out_s += headers[i].command_s;
   auto regions = doc::render_regions(p, recs, doc::RenderOptions{true});
   CHECK(regions["runs"].find("69 earlier runs") != std::string::npos);
-  CHECK(doc::render_regions(p, read, doc::RenderOptions{true, left_out}) == regions);
+  CHECK(regions["summary"].find("119 runs committed, 3.0 min in their commands.") != std::string::npos);
+  CHECK(doc::render_regions(p, read, doc::RenderOptions{true, left_out, left_out_s}) == regions);
   CHECK(doc::plot_svg(p, read) == doc::plot_svg(p, recs));
 }
 

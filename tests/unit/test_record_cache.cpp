@@ -33,6 +33,7 @@ record::Record sample_record(int run) {
   r.code.dirty = true;
   r.code.snapshot = std::string(40, 'b');
   r.data.throttled = {"sw_power_cap", "hw_slowdown"};
+  r.data.command_s = 12.25;
   return r;
 }
 // A 40-digit blob id: the same 16 leading digits for every i below 2^16 (as ids that collide in
@@ -57,6 +58,7 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
   REQUIRE(back.data.gates.size() == 1);
   CHECK(*back.data.gates[0].worst == 2.25);
   CHECK(back.data.throttled.or_empty() == std::vector<std::string>{"sw_power_cap", "hw_slowdown"});
+  CHECK(back.data.command_s == 12.25);
   CHECK(back.code.trailer() == sample_record(7).code.trailer());
   CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
 }

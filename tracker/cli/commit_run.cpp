@@ -240,7 +240,8 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
     // The plot travels in the same commit; with nothing to plot an earlier plot stays (and stays linked).
     auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
-    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot, history.runs_left_out));
+    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot, history.runs_left_out,
+                                                                    history.command_s_left_out));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     if (!rec.code.snapshot.empty()) {
       // A run number can come back (another branch, a reverted run): the earlier run's snapshot

@@ -115,7 +115,7 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const gitstore::Entry& file = *listed[i].second;
     if (full[i]) out.records.push_back(full_record(ctx, tree, file.oid(), dir + "/" + file.name));
-    else if (headers[i].experiment == ctx.plan.experiment) ++out.runs_left_out;
+    else if (headers[i].experiment == ctx.plan.experiment) ++out.runs_left_out, out.command_s_left_out += headers[i].command_s;
   }
   // Room for the run the step appends.
   out.records.reserve(out.records.size() + 1);
@@ -137,8 +137,9 @@ std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
 }
 
 std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records,
-                              bool plot, std::size_t runs_left_out) {
-  return doc::splice(base, plan.doc, doc::render_regions(plan, records, doc::RenderOptions{plot, runs_left_out}));
+                              bool plot, std::size_t runs_left_out, double command_s_left_out) {
+  return doc::splice(base, plan.doc,
+                     doc::render_regions(plan, records, doc::RenderOptions{plot, runs_left_out, command_s_left_out}));
 }
 
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {

@@ -53,6 +53,7 @@ struct StepHistory {
   // it may join an older pool), in full, sorted by run number.
   std::vector<record::Record> records;
   std::size_t runs_left_out = 0;  // the experiment's other records (doc::RenderOptions::runs_left_out)
+  double command_s_left_out = 0;  // the seconds their commands took
   int last_run = 0;               // the highest run number among the record and tombstone (.dropped) file names, 0 when none
   bool has_measurement = false;   // a record of the next run's measurement (its data.id) is in the tree
 };
@@ -72,7 +73,7 @@ std::string base_document(const gitstore::TreeView& tree, const Context& ctx);
 // beside it (doc::plot_path) from the summary; `runs_left_out`: see StepHistory.
 std::string rendered_document(const std::string& base, const plan::Plan& plan,
                               const std::vector<record::Record>& records, bool plot = false,
-                              std::size_t runs_left_out = 0);
+                              std::size_t runs_left_out = 0, double command_s_left_out = 0);
 
 // Whether `tree` holds the plan's plot (doc::plot_path), so the document links it.
 bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan);

@@ -562,8 +562,17 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       else ++invalid;
     }
   }
-  std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending.\n", measured,
+  double command_s = options.command_s_left_out;
+  std::size_t committed = options.runs_left_out;
+  for (const auto& r : records)
+    if (r.experiment == plan.experiment) command_s += r.data.command_s, ++committed;
+  std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending. ", measured,
                               cells.size(), pass, fail, invalid, cells.size() - measured);
+  // What the experiment cost the machine, so that designs (fixed rounds, rounds: auto) compare.
+  s += fmt::format("{} {} committed, {} in their commands.\n", committed, committed == 1 ? "run" : "runs",
+                   command_s < 90     ? fmt::format("{:.1f} s", command_s)
+                   : command_s < 5400 ? fmt::format("{:.1f} min", command_s / 60)
+                                      : fmt::format("{:.2f} h", command_s / 3600));
   // (with revisions:, the cells of different revisions run different code by design)
   const std::string code = plan.revisions.empty() ? code_warnings(comps) : std::string();
   if (auto w = machine_warnings(comps) + code + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;

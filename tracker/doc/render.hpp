@@ -17,6 +17,7 @@ struct RenderOptions {
   // Runs of the experiment left out of `records` (see records_read_in_full): the runs region
   // counts them among the earlier runs it does not list.
   std::size_t runs_left_out = 0;
+  double command_s_left_out = 0;  // the seconds their commands took (runner::Run::command_s)
 };
 
 // The content of each region ("summary", "results", "runs"), each ending with '\n'.

@@ -25,7 +25,9 @@ namespace {
 // 8: whether the schedule's batch ran `rounds: auto`.
 // 9: each artifact's compiled-code facts (its record's `cuda` object, as JSON text).
 // 10: the throttle reasons the watcher saw (Run::throttled), which the document flags.
-constexpr std::string_view kMagic = "abtrack-record-cache 10\n";
+// 11: the seconds the run's commands took (Run::command_s, in the header), which the document's
+//     summary adds up over every record.
+constexpr std::string_view kMagic = "abtrack-record-cache 11\n";
 
 class Writer {
  public:
@@ -107,6 +109,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   h.str(r.code.tree);
   h.str(r.code.recipe);
   h.str(r.code.revision);
+  h.pod<double>(r.data.command_s);
   std::string header = h.take();
   Writer w;
   w.str(oid);
@@ -201,6 +204,7 @@ std::string_view decode_header(std::string_view payload, HeaderView& h) {
   h.tree = r.view();
   h.recipe = r.view();
   h.revision = r.view();
+  h.command_s = r.pod<double>();
   if (!r.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
   return oid;
 }
@@ -225,6 +229,7 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   r.code.tree = h.tree;
   r.code.recipe = h.recipe;
   r.code.revision = h.revision;
+  r.data.command_s = h.command_s;
   if (part == Part::header) return oid;
   Reader in(payload);
   in.view();

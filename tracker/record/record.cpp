@@ -549,6 +549,7 @@ Record parse_record(std::string_view text, const std::string& name) {
     for (const auto& p : j.value("profiles", ojson::array()))
       if (p.is_object()) r.data.profiles.ensure().push_back(profile_of(p));
     if (auto t = runner::throttled(r.data.invocations); !t.empty()) r.data.throttled = std::move(t);
+    r.data.command_s = runner::command_seconds(r.data);
     for (const auto& [k, v] : j.at("metrics").items()) {
       auto& dst = r.data.samples[k];
       for (const auto& s : v.at("samples")) dst.push_back(s.is_number() ? s.get<double>() : std::nan(""));

@@ -128,6 +128,13 @@ util::ProcessResult LocalExecutor::execute_watched(const util::ProcessSpec& spec
   return r;
 }
 
+double command_seconds(const Run& run) {
+  double s = 0;
+  for (const auto& i : run.invocations) s += i.duration_s;
+  for (const auto& p : run.profiles.or_empty()) s += p.duration_s;
+  return s;
+}
+
 std::vector<std::string> throttled(const std::vector<Invocation>& invocations) {
   std::vector<std::string> out;
   for (const auto& inv : invocations)
@@ -263,6 +270,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
       run.profiles = std::move(p);
   }
   run.finished = utc_now();
+  run.command_s = command_seconds(run);
   if (auto t = throttled(run.invocations); !t.empty()) run.throttled = std::move(t);
   finish(plan, run, missing);
   return run;

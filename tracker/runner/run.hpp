@@ -120,7 +120,13 @@ struct Run {
   // The throttle reasons the watcher saw while a GPU was busy, over every invocation
   // (merge_throttle's order); empty when none was throttled or nothing was watched.
   util::HeapOptional<std::vector<std::string>> throttled;
+  // Seconds the run's commands took: its invocations and ncu profiles (command_seconds), what the
+  // run cost the machine; not the setup, which the runs of one `run` share.
+  double command_s = 0;
 };
+
+// The sum of the invocations' and ncu profiles' wall times (Run::command_s).
+double command_seconds(const Run& run);
 
 // The union of the invocations' throttle reasons (Run::throttled).
 std::vector<std::string> throttled(const std::vector<Invocation>& invocations);
