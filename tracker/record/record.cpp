@@ -50,6 +50,13 @@ ojson watched(double v) {
   return r == std::floor(r) && std::fabs(r) < 1e15 ? ojson(static_cast<std::int64_t>(r)) : ojson(r);
 }
 
+// The watcher's [min, median, max] fields of a GPU, by their record keys.
+const std::pair<const char*, std::optional<runner::Range> runner::GpuWatch::*> kWatchRanges[] = {
+    {"sm_clock_mhz", &runner::GpuWatch::sm_clock_mhz},   {"mem_clock_mhz", &runner::GpuWatch::mem_clock_mhz},
+    {"power_w", &runner::GpuWatch::power_w},             {"power_limit_w", &runner::GpuWatch::power_limit_w},
+    {"temperature_c", &runner::GpuWatch::temperature_c}, {"gpu_util_pct", &runner::GpuWatch::gpu_util_pct},
+    {"mem_util_pct", &runner::GpuWatch::mem_util_pct}};
+
 // The watcher's view of one invocation: min/median/max as [min, median, max].
 ojson watch_json(const runner::Watch& w) {
   if (!w.nvml) return ojson{{"nvml", false}, {"reason", w.reason}};
@@ -59,13 +66,7 @@ ojson watch_json(const runner::Watch& w) {
     auto range = [&](const char* key, const std::optional<runner::Range>& r) {
       j[key] = r ? ojson::array({watched(r->min), watched(r->median), watched(r->max)}) : ojson(nullptr);
     };
-    range("sm_clock_mhz", g.sm_clock_mhz);
-    range("mem_clock_mhz", g.mem_clock_mhz);
-    range("power_w", g.power_w);
-    range("power_limit_w", g.power_limit_w);
-    range("temperature_c", g.temperature_c);
-    range("gpu_util_pct", g.gpu_util_pct);
-    range("mem_util_pct", g.mem_util_pct);
+    for (const auto& [key, member] : kWatchRanges) range(key, g.*member);
     j["busy_sm_clock_mhz"] = g.busy_sm_clock_mhz ? watched(*g.busy_sm_clock_mhz) : ojson(nullptr);
     j["busy_mem_clock_mhz"] = g.busy_mem_clock_mhz ? watched(*g.busy_mem_clock_mhz) : ojson(nullptr);
     j["throttle"] = g.throttle;
@@ -92,13 +93,7 @@ runner::Watch parse_watch(const ojson& j) {
       if (a[0].is_number() && a[1].is_number() && a[2].is_number())
         r = runner::Range{a[0].get<double>(), a[1].get<double>(), a[2].get<double>()};
     };
-    range("sm_clock_mhz", g.sm_clock_mhz);
-    range("mem_clock_mhz", g.mem_clock_mhz);
-    range("power_w", g.power_w);
-    range("power_limit_w", g.power_limit_w);
-    range("temperature_c", g.temperature_c);
-    range("gpu_util_pct", g.gpu_util_pct);
-    range("mem_util_pct", g.mem_util_pct);
+    for (const auto& [key, member] : kWatchRanges) range(key, g.*member);
     if (gj.contains("busy_sm_clock_mhz") && gj["busy_sm_clock_mhz"].is_number()) g.busy_sm_clock_mhz = gj["busy_sm_clock_mhz"].get<double>();
     if (gj.contains("busy_mem_clock_mhz") && gj["busy_mem_clock_mhz"].is_number()) g.busy_mem_clock_mhz = gj["busy_mem_clock_mhz"].get<double>();
     for (const auto& t : gj.value("throttle", ojson::array()))
