@@ -46,6 +46,10 @@ _abtrack() {
       COMPREPLY=($(compgen -W "lower higher" -- "$cur"))
       return 0
       ;;
+    --rounds)
+      COMPREPLY=($(compgen -W "auto" -- "$cur"))
+      return 0
+      ;;
     --good | --bad)
       COMPREPLY=($(compgen -W "$(git for-each-ref --format='%(refname:short)' refs/heads refs/tags 2>/dev/null)" -- "$cur"))
       return 0
@@ -71,7 +75,7 @@ _abtrack() {
   local opts=
   case $cmd in
     step) opts="--cell --record --metric --no-commit" ;;
-    run) opts="--rounds --seed --all --retry --keep-going --dry-run --jobs --detach --rev" ;;
+    run) opts="--rounds --max-rounds --budget --seed --all --retry --keep-going --dry-run --jobs --detach --rev --rebuild" ;;
     clean) opts="--keep" ;;
     drop) opts="--reason" ;;
     status | log) opts="--json" ;;

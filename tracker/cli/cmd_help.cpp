@@ -39,20 +39,27 @@ const std::vector<Command>& commands() {
        "record is left alone and never committed (`abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run [--rounds R] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]... [--rebuild]",
+      {"run", "run [--rounds R|auto] [--max-rounds N] [--budget D] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]... [--rebuild]",
        "step through every pending cell, one commit each",
        "Runs the setup once, then every cell without a run or whose latest run is invalid, in plan order,\n"
        "committing each run as soon as it is measured. Interrupting it (Ctrl-C) stops the running command's\n"
        "process group; committed runs stay, the interrupted run is not recorded, and the exit code is 130.\n"
        "When the first runs all end invalid alike (2 with exit status 126 or 127, 3 with one reason), it\n"
        "stops there with an error (exit 1); what it measured stays committed.\n"
-       "  --rounds R   run the cells R times, each round in a freshly shuffled order, so drift and heat\n"
-       "               hit every arm alike; the seed and round are recorded in each record\n"
+       "  --rounds R   run the cells R times (default: the plan's rounds:), each round in a freshly\n"
+       "               shuffled order, so drift and heat hit every arm alike; the seed and round are\n"
+       "               recorded, and each cell is compared with its baseline paired by round\n"
+       "  --rounds auto  rounds of the cells still undecided until every comparison with a baseline is\n"
+       "               decided (better, worse or equivalent), judged after each round with anytime-valid\n"
+       "               intervals (docs/statistics.md); needs a baseline and a metric with better:\n"
+       "  --max-rounds N  with rounds: auto, the most rounds (default: the plan's max_rounds:, or 20)\n"
+       "  --budget D   with rounds: auto, the wall time it may spend (90s, 30m, 2h, 1h30m)\n"
        "  --seed S     the shuffle's seed (default: random, printed and recorded)\n"
        "  --all        every cell of the plan, not only the pending ones\n"
        "  --retry      also the cells whose latest run failed a gate\n"
        "  --keep-going do not stop when the first runs end invalid alike\n"
-       "  --dry-run    run and print the result lines (compared with HEAD's records); commit nothing\n"
+       "  --dry-run    run and print the result lines (compared with HEAD's records); commit nothing;\n"
+       "               first, from the recorded pools, the rounds a fixed and an auto design need\n"
        "  --rev NAME=REV  with revisions: in the plan, measure revision NAME at REV (a branch, tag, commit,\n"
        "               HEAD~3 or WORKTREE) for this invocation, e.g. in CI: --rev base=origin/main; the\n"
        "               groups it names are measured even when that code was measured before\n"
