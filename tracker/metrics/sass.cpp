@@ -245,7 +245,8 @@ PtxasLog parse_ptxas_log(std::string_view text) {
 
 std::vector<KernelFacts> merge_facts(std::vector<KernelFacts> kernels, const SassCounter& sass, const PtxasLog* log) {
   for (const auto& [key, counts] : sass.counts()) {
-    const auto& [name, arch] = key;
+    const std::string& name = key.first;
+    const std::string& arch = key.second;
     auto it = std::find_if(kernels.begin(), kernels.end(), [&](const KernelFacts& k) { return k.name == name && same_arch(k.arch, arch); });
     if (it == kernels.end()) {
       KernelFacts k;
