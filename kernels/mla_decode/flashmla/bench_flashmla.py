@@ -7,8 +7,9 @@ Inputs follow FlashMLA's tests/lib.py (generate_testcase_for_decode): q = randn 
 FlashMLA's own tests/quant.py (imported from FLASHMLA_DIR/tests). The pool is ours: --pool tokens
 in pages of 64, each row of the indices --topk distinct random positions in it (no -1, no block
 table: an index is the token's position in the pool). The output is checked with FlashMLA's own
-test (tests/kernelkit/compare.py, its tolerances) and with ours (rel_err, corruption_pct against
-an fp64 reference on the dequantized KV, as docs/mla-decode.md defines them), on the first call
+test (tests/kernelkit/compare.py, its tolerances) and with ours (rel_err, corruption_pct,
+cos_diff and lse_failed against an fp64 reference on the dequantized KV, as check.cpp computes
+them for mla_decode_bench), on the first call
 and on the last timed one. Each timed sample: L2 flushed (an L2-sized fill), then CUDA events
 around one flash_mla_with_kvcache call (the split kernel and the combine kernel; the schedule
 metadata is made by the first call and reused, as in serving). Prints one JSON line, last.
@@ -138,11 +139,17 @@ def check(torch, compare, out, lse, ref_out, ref_lse):
         rel_err = 1e30  # as mla_decode_bench: capped so that a gate can read it and fail
     aa = torch.where(finite, a, torch.zeros_like(a))
     denom = float((aa * aa + r * r).sum())
+    # lse as check.cpp: abs 1e-6 or rel 8.01/65536 where both are finite, else the same non-finite value.
+    la, lr = lse.double(), ref_lse
+    lerr = (la - lr).abs()
+    lse_ok = torch.where(torch.isfinite(la) & torch.isfinite(lr), (lerr < 1e-6) | (lerr < 8.01 / 65536 * lr.abs()),
+                         (la == lr) | (torch.isnan(la) & torch.isnan(lr)))
     return {
         "rel_err": rel_err,
         "max_abs_err": float(abs_err.max()),
         "corruption_pct": 100.0 * float(bad.sum()) / bad.numel(),
         "cos_diff": 1.0 - 2.0 * float((aa * r).sum()) / denom if denom > 0 else 0.0,
+        "lse_failed": int((~lse_ok).sum()),
         "check_passed": bool(out_ok and lse_ok),
         "flashmla_out_check": bool(out_ok),
         "flashmla_lse_check": bool(lse_ok),
