@@ -15,6 +15,7 @@ around one flash_mla_with_kvcache call (the split kernel and the combine kernel;
 metadata is made by the first call and reused, as in serving). Prints one JSON line, last.
 
   FLASHMLA_DIR=build/flashmla/FlashMLA python3 bench_flashmla.py --batch 64 --heads 128
+  python3 bench_flashmla.py --flashmla build/flashmla/FlashMLA --batch 64 --heads 128
 Exit status: 0 ran (the JSON says whether the output was correct), 1 runtime error, 2 usage.
 """
 import argparse
@@ -37,6 +38,8 @@ def die(msg, code=1):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--flashmla", metavar="PATH", default=os.environ.get("FLASHMLA_DIR"),
+                    help="the unpacked, built FlashMLA folder (default: $FLASHMLA_DIR)")
     ap.add_argument("--batch", type=int, default=64, help="batch rows, one query token each (default 64)")
     ap.add_argument("--heads", type=int, default=64, choices=[64, 128], help="query heads (FlashMLA: 64 or 128)")
     ap.add_argument("--topk", type=int, default=2048, help="gathered tokens per row, a multiple of 64 (default 2048)")
@@ -67,22 +70,21 @@ def parse_args():
     return a
 
 
-def import_flashmla():
-    """flash_mla, FlashMLA's tests/quant.py and tests/kernelkit/compare.py, from FLASHMLA_DIR."""
-    root = os.environ.get("FLASHMLA_DIR")
+def import_flashmla(root):
+    """flash_mla, FlashMLA's tests/quant.py and tests/kernelkit/compare.py, from `root`."""
     if not root:
-        die("FLASHMLA_DIR is not set: point it at the unpacked FlashMLA folder "
-            "(after `python3 setup.py build_ext --inplace` there)", 2)
+        die("no FlashMLA folder: give --flashmla PATH or set FLASHMLA_DIR to the unpacked FlashMLA "
+            "folder (after `python3 setup.py build_ext --inplace` there)", 2)
     root = os.path.abspath(root)
     if not os.path.isfile(os.path.join(root, "flash_mla", "__init__.py")):
-        die(f"FLASHMLA_DIR={root} holds no flash_mla/ package", 2)
+        die(f"FlashMLA folder {root} holds no flash_mla/ package", 2)
     sys.path[:0] = [root, os.path.join(root, "tests")]
     try:
         import torch
         import flash_mla
         import quant  # FlashMLA's tests/quant.py: the V3.2 FP8 quantizer its test uses
     except ImportError as e:
-        die(f"cannot import from FLASHMLA_DIR={root}: {e} (is the extension built? "
+        die(f"cannot import from {root}: {e} (is the extension built? "
             "kernels/mla_decode/flashmla/run_h200.sh builds it)")
     # kernelkit/__init__.py imports triton (for its profiler); compare.py needs only torch.
     path = os.path.join(root, "tests", "kernelkit", "compare.py")
@@ -164,7 +166,7 @@ def worse(x, y):
 
 def main():
     a = parse_args()
-    torch, flash_mla, quant, compare = import_flashmla()
+    torch, flash_mla, quant, compare = import_flashmla(a.flashmla)
     if not torch.cuda.is_available():
         die("no CUDA device (torch.cuda.is_available() is False)")
     prop = torch.cuda.get_device_properties(0)
@@ -230,7 +232,7 @@ def main():
         "batch": b, "heads": h, "topk": k, "pool": a.pool, "seed": a.seed, "scale": a.scale,
         "sm_parts": int(sched.tile_scheduler_metadata.shape[0]), "impl": "flashmla",
         "device": prop.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-        "flashmla_dir": os.path.abspath(os.environ["FLASHMLA_DIR"]),
+        "flashmla_dir": os.path.abspath(a.flashmla),
     }
     print(json.dumps(line))
 
