@@ -7,13 +7,15 @@ Inputs follow FlashMLA's tests/lib.py (generate_testcase_for_decode): q = randn 
 FlashMLA's own tests/quant.py (imported from FLASHMLA_DIR/tests). The pool is ours: --pool tokens
 in pages of 64, each row of the indices --topk distinct random positions in it (no -1, no block
 table: an index is the token's position in the pool). The output is checked with FlashMLA's own
-test (tests/kernelkit/compare.py, its tolerances) and with ours (rel_err, corruption_pct against
-an fp64 reference on the dequantized KV, as docs/mla-decode.md defines them), on the first call
+test (tests/kernelkit/compare.py, its tolerances) and with ours (rel_err, corruption_pct,
+cos_diff and lse_failed against an fp64 reference on the dequantized KV, as check.cpp computes
+them for mla_decode_bench), on the first call
 and on the last timed one. Each timed sample: L2 flushed (an L2-sized fill), then CUDA events
 around one flash_mla_with_kvcache call (the split kernel and the combine kernel; the schedule
 metadata is made by the first call and reused, as in serving). Prints one JSON line, last.
 
   FLASHMLA_DIR=build/flashmla/FlashMLA python3 bench_flashmla.py --batch 64 --heads 128
+  python3 bench_flashmla.py --flashmla build/flashmla/FlashMLA --batch 64 --heads 128
 Exit status: 0 ran (the JSON says whether the output was correct), 1 runtime error, 2 usage.
 """
 import argparse
@@ -36,6 +38,8 @@ def die(msg, code=1):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--flashmla", metavar="PATH", default=os.environ.get("FLASHMLA_DIR"),
+                    help="the unpacked, built FlashMLA folder (default: $FLASHMLA_DIR)")
     ap.add_argument("--batch", type=int, default=64, help="batch rows, one query token each (default 64)")
     ap.add_argument("--heads", type=int, default=64, choices=[64, 128], help="query heads (FlashMLA: 64 or 128)")
     ap.add_argument("--topk", type=int, default=2048, help="gathered tokens per row, a multiple of 64 (default 2048)")
@@ -66,22 +70,21 @@ def parse_args():
     return a
 
 
-def import_flashmla():
-    """flash_mla, FlashMLA's tests/quant.py and tests/kernelkit/compare.py, from FLASHMLA_DIR."""
-    root = os.environ.get("FLASHMLA_DIR")
+def import_flashmla(root):
+    """flash_mla, FlashMLA's tests/quant.py and tests/kernelkit/compare.py, from `root`."""
     if not root:
-        die("FLASHMLA_DIR is not set: point it at the unpacked FlashMLA folder "
-            "(after `python3 setup.py build_ext --inplace` there)", 2)
+        die("no FlashMLA folder: give --flashmla PATH or set FLASHMLA_DIR to the unpacked FlashMLA "
+            "folder (after `python3 setup.py build_ext --inplace` there)", 2)
     root = os.path.abspath(root)
     if not os.path.isfile(os.path.join(root, "flash_mla", "__init__.py")):
-        die(f"FLASHMLA_DIR={root} holds no flash_mla/ package", 2)
+        die(f"FlashMLA folder {root} holds no flash_mla/ package", 2)
     sys.path[:0] = [root, os.path.join(root, "tests")]
     try:
         import torch
         import flash_mla
         import quant  # FlashMLA's tests/quant.py: the V3.2 FP8 quantizer its test uses
     except ImportError as e:
-        die(f"cannot import from FLASHMLA_DIR={root}: {e} (is the extension built? "
+        die(f"cannot import from {root}: {e} (is the extension built? "
             "kernels/mla_decode/flashmla/run_h200.sh builds it)")
     # kernelkit/__init__.py imports triton (for its profiler); compare.py needs only torch.
     path = os.path.join(root, "tests", "kernelkit", "compare.py")
@@ -138,11 +141,17 @@ def check(torch, compare, out, lse, ref_out, ref_lse):
         rel_err = 1e30  # as mla_decode_bench: capped so that a gate can read it and fail
     aa = torch.where(finite, a, torch.zeros_like(a))
     denom = float((aa * aa + r * r).sum())
+    # lse as check.cpp: abs 1e-6 or rel 8.01/65536 where both are finite, else the same non-finite value.
+    la, lr = lse.double(), ref_lse
+    lerr = (la - lr).abs()
+    lse_ok = torch.where(torch.isfinite(la) & torch.isfinite(lr), (lerr < 1e-6) | (lerr < 8.01 / 65536 * lr.abs()),
+                         (la == lr) | (torch.isnan(la) & torch.isnan(lr)))
     return {
         "rel_err": rel_err,
         "max_abs_err": float(abs_err.max()),
         "corruption_pct": 100.0 * float(bad.sum()) / bad.numel(),
         "cos_diff": 1.0 - 2.0 * float((aa * r).sum()) / denom if denom > 0 else 0.0,
+        "lse_failed": int((~lse_ok).sum()),
         "check_passed": bool(out_ok and lse_ok),
         "flashmla_out_check": bool(out_ok),
         "flashmla_lse_check": bool(lse_ok),
@@ -157,7 +166,7 @@ def worse(x, y):
 
 def main():
     a = parse_args()
-    torch, flash_mla, quant, compare = import_flashmla()
+    torch, flash_mla, quant, compare = import_flashmla(a.flashmla)
     if not torch.cuda.is_available():
         die("no CUDA device (torch.cuda.is_available() is False)")
     prop = torch.cuda.get_device_properties(0)
@@ -223,7 +232,7 @@ def main():
         "batch": b, "heads": h, "topk": k, "pool": a.pool, "seed": a.seed, "scale": a.scale,
         "sm_parts": int(sched.tile_scheduler_metadata.shape[0]), "impl": "flashmla",
         "device": prop.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-        "flashmla_dir": os.path.abspath(os.environ["FLASHMLA_DIR"]),
+        "flashmla_dir": os.path.abspath(a.flashmla),
     }
     print(json.dumps(line))
 

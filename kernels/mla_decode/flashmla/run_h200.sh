@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Unpacks and builds FlashMLA under build/flashmla/ on the H200, links each side's binary where
 # kernels/mla_decode/experiments/flashmla.yaml reads its compiled-code facts, and smoke-tests
-# bench_flashmla.py at one small shape. Run from anywhere in the repository.
+# it: FlashMLA's own test at its small V3.2 shapes, then bench_flashmla.py at one small shape.
+# Run from anywhere in the repository.
 #   bash kernels/mla_decode/flashmla/run_h200.sh TARBALL [KEEP_DIR]
 # TARBALL: flashmla-src.tar.gz (shared/vendor/README.md). KEEP_DIR (e.g. $OUT): where the built
 # flash_mla/cuda*.so and the build log are copied, to carry into a later machine instead of
@@ -93,6 +94,40 @@ if [ -x "$cuobjdump" ]; then
   "$cuobjdump" -res-usage "$(so)" 2>/dev/null | grep -o 'Function [^ :]*' | sort -u |
     grep -E 'flash_fwd_splitkv_mla_fp8_sparse_kernel|flash_fwd_mla_combine_kernel' | c++filt | cut -c1-160 || true
 fi
+
+# FlashMLA's own test (its test_flash_mla: its inputs, reference and tolerances) at its V3.2
+# correctness shape, b=74 s_k=2046 top-k 2048 in pages of 64 (a few -1 indices), attention sink
+# on, 64 and 128 heads, s_q 1 and 2: seconds. The test module imports kernelkit (triton) and rich.
+echo "== FlashMLA's own test: tests/test_flash_mla_sparse_decoding.py's test_flash_mla, V3.2 shapes"
+set +e
+(cd "$fm/tests" && python3 - <<'PY'
+import contextlib, sys
+import torch
+torch.set_default_dtype(torch.bfloat16)  # as the test's main()
+torch.set_default_device("cuda:0")
+torch.cuda.set_device(0)
+torch.set_float32_matmul_precision("high")
+sys.path.insert(0, "..")
+try:
+    import test_flash_mla_sparse_decoding as t
+    from lib import RawTestParamForDecode as Raw
+except ImportError as e:
+    print(f"== warning: FlashMLA's own test skipped: cannot import it: {e}", file=sys.stderr)
+    sys.exit(3)
+ok = True
+for h in (64, 128):
+    for s_q in (1, 2):
+        p = Raw(74, h, s_q, 1, 2046, True, 2048, block_size=64, d_qk=576, num_runs=0, seed=h + s_q)
+        with contextlib.redirect_stdout(sys.stderr):
+            good = t.test_flash_mla(p.to_test_param()).is_correct
+        print(f"   h={h} s_q={s_q}: {'passed' if good else 'FAILED'}")
+        ok &= good
+sys.exit(0 if ok else 1)
+PY
+)
+rc=$?
+set -e
+[ $rc -eq 0 ] || [ $rc -eq 3 ] || { echo "== FlashMLA's own test failed (exit $rc): see above" >&2; exit 1; }
 
 echo "== smoke test: B=2 h=64 topk=2048, a 64K-token pool"
 FLASHMLA_DIR=$fm python3 kernels/mla_decode/flashmla/bench_flashmla.py \
