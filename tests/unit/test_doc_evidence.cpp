@@ -179,7 +179,7 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
   auto text = doc::evidence(p, cr);
   CHECK(text.starts_with("\n**Evidence against the baseline** ("));
   CHECK(text.find("changes by 2% or more") != std::string::npos);
-  CHECK(text.find("- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, SASS 112 → 100, STL 12 → 0; ncu: "
+  CHECK(text.find("- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
                   "regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active "
                   "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W\n") !=
         std::string::npos);
