@@ -84,7 +84,6 @@ std::string variant_label(const plan::Plan& plan, const plan::Cell& cell) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-
 // How a counter's value reads.
 enum class Kind { count, bytes, pct, ratio };
 
@@ -164,7 +163,6 @@ std::optional<std::pair<double, std::string>> occupancy_limit(const Samples& s, 
   return std::pair{*least, fmt::format("{}", fmt::join(binding, "+"))};
 }
 
-
 }  // namespace
 
 std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& var) {
@@ -190,7 +188,6 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
   if (more) out += fmt::format("; and {} more kernels", more);
   return out;
 }
-
 
 std::string counter_changes(const plan::Plan& plan, const Samples& base, const Samples& variant) {
   // The metrics of each `ncu: occupancy` set the plan expanded (NAME_<suffix> reading the set's
