@@ -31,12 +31,18 @@ expect_rc 0 ab init
 
 step "a variant against its baseline: counters, the binding limit, the watcher's clocks and throttling"
 expect_rc 0 env ABTRACK_NVML_LIBRARY="$NVML" "$ABTRACK" step --cell warps=4,batch=16
-expect_rc 0 env ABTRACK_NVML_LIBRARY="$NVML" FAKE_NVML_THROTTLE_FROM_CALL=1 "$ABTRACK" step --cell warps=8,batch=16
+# The variant's GPU draws 455 W while busy, and is throttled.
+expect_rc 0 env ABTRACK_NVML_LIBRARY="$NVML" FAKE_NVML_BUSY_POWER_W=455 FAKE_NVML_THROTTLE_FROM_CALL=1 "$ABTRACK" step --cell warps=8,batch=16
 summary=$(region AB.md summary)
 expect_contains "$summary" "**Evidence against the baseline** (per compared cell"
-expect_contains "$summary" "- **warps=8 batch=16** vs warps=4: ncu: regs 40 → 80, CTAs/SM 4 → 6, limit: registers → shared memory, warps active 40.5% → 80.5%; NVML: SM 1980 → 1980 MHz, power 650 → 650 W, GPU util 90 → 90%, throttled: none → sw_power_cap"
+expect_contains "$summary" "- **warps=8 batch=16** vs warps=4: ncu: regs 40 → 80, CTAs/SM 4 → 6, limit: registers → shared memory, warps active 40.5% → 80.5%; NVML: SM 1980 → 1980 MHz, power 650 → 455 W, GPU util 90 → 90%, throttled: none → sw_power_cap"
 expect_not_contains "$summary" "**warps=4" "the baseline gets no bullet"
 expect_not_contains "$summary" "DRAM" "unchanged counters are left out"
+expect_rc 0 ab verify
+# Rendered again from the record cache (which keeps the watches) and from the records themselves.
+expect_rc 0 ab render
+expect_clean
+rm -rf .git/abtrack/cache
 expect_rc 0 ab verify
 
 step "a cell whose baseline has not run gets no bullet; runs without NVML leave the watcher out"

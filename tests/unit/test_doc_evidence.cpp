@@ -55,8 +55,11 @@ runner::Invocation watched(double clock, double power, double util, std::vector<
   g.samples = 10;
   g.busy = 5;
   g.busy_sm_clock_mhz = clock;
-  g.power_w = runner::Range{power - 10, power, power + 10};
-  g.gpu_util_pct = runner::Range{0, util, 100};
+  g.busy_power_w = power;
+  g.busy_gpu_util_pct = util;
+  // Over every sample, idle ones included: not what the evidence shows.
+  g.power_w = runner::Range{80, 90, power + 10};
+  g.gpu_util_pct = runner::Range{0, 0, 100};
   g.throttle = std::move(throttle);
   w.gpus.push_back(g);
   inv.watch = w;
@@ -132,7 +135,7 @@ TEST_CASE("watch_summary and watch_changes: medians over the pool's invocations,
   auto p = evidence_plan("");
   auto cells = p.cells();
   auto a = make_record(p, 1, cells[0], {});
-  a.data.invocations = {watched(1980, 120, 0), watched(1980, 130, 0), watched(1755, 140, 0)};
+  a.data.invocations = {watched(1980, 120, 90), watched(1980, 130.0004, 95), watched(1755, 140, 99)};
   auto b = make_record(p, 2, cells[1], {});
   b.data.invocations = {watched(1500, 700, 35, {"sw_power_cap"})};
   auto invalid = make_record(p, 3, cells[1], {});
@@ -143,15 +146,22 @@ TEST_CASE("watch_summary and watch_changes: medians over the pool's invocations,
   REQUIRE(wa);
   REQUIRE(wb);
   CHECK(*wa->sm_clock_mhz == 1980);
-  CHECK(*wa->power_w == 130);
+  CHECK(*wa->power_w == 130);  // the busy medians, as the record rounds them
+  CHECK(*wa->gpu_util_pct == 95);
   CHECK(wb->throttle == std::vector<std::string>{"sw_power_cap"});  // not the invalid run's
-  CHECK(doc::watch_changes(wa, wa) == "SM 1980 → 1980 MHz, power 130 → 130 W");
-  CHECK(doc::watch_changes(wa, wb) == "SM 1980 → 1500 MHz, power 130 → 700 W, GPU util 0 → 35%, throttled: none → sw_power_cap");
+  CHECK(doc::watch_changes(wa, wa) == "SM 1980 → 1980 MHz, power 130 → 130 W, GPU util 95 → 95%");
+  CHECK(doc::watch_changes(wa, wb) == "SM 1980 → 1500 MHz, power 130 → 700 W, GPU util 95 → 35%, throttled: none → sw_power_cap");
   // One arm unwatched; neither.
   auto plain = make_record(p, 4, cells[0], {});
   plain.data.invocations = {runner::Invocation{}};
   CHECK_FALSE(doc::watch_summary({&plain}));
-  CHECK(doc::watch_changes(std::nullopt, wa) == "SM ? → 1980 MHz, power ? → 130 W");
+  CHECK(doc::watch_changes(std::nullopt, wa) == "SM ? → 1980 MHz, power ? → 130 W, GPU util ? → 95%");
+  // Records from before the busy power and utilisation were kept: the clock alone, never the
+  // medians over idle samples.
+  auto old = a;
+  for (auto& inv : old.data.invocations) inv.watch->gpus[0].busy_power_w.reset(), inv.watch->gpus[0].busy_gpu_util_pct.reset();
+  auto wo = doc::watch_summary({&old});
+  CHECK(doc::watch_changes(wo, wo) == "SM 1980 → 1980 MHz");
   CHECK(doc::watch_changes(std::nullopt, std::nullopt).empty());
   // Watched without NVML: not watched.
   plain.data.invocations[0].watch = runner::Watch{};
@@ -167,7 +177,7 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
     bool variant = c.values[0] == "8";
     auto r = make_record(p, ++run, c,
                          variant ? occupancy(123, {2, 2, 8, 32}, 22.7, 28.4, 1.64) : occupancy(225, {1, 1, 16, 32}, 11.6, 28.5, 0.89));
-    r.data.invocations = {watched(1980, variant ? 128 : 127, 0)};
+    r.data.invocations = {watched(1980, variant ? 128 : 127, 40)};
     record::Artifact art;
     art.path = "k-" + c.values[0] + ".cubin";
     art.sha256 = std::string(64, variant ? 'b' : 'a');
@@ -181,7 +191,7 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
   CHECK(text.find("changes by 2% or more") != std::string::npos);
   CHECK(text.find("- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
                   "regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active "
-                  "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W\n") !=
+                  "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W, GPU util 40 → 40%\n") !=
         std::string::npos);
   // The same pair of binaries for the next cell is named, not repeated.
   CHECK(text.find("- **warps=8 batch=64** vs warps=4: k-8.cubin: as for warps=8 batch=16; ncu: regs 225 → 123") !=

@@ -163,6 +163,9 @@ std::optional<std::pair<double, std::string>> occupancy_limit(const Samples& s, 
   return std::pair{*least, fmt::format("{}", fmt::join(binding, "+"))};
 }
 
+// A watched value as the record keeps it (record.cpp: to 3 decimals).
+double as_recorded(double v) { return std::round(v * 1000) / 1000; }
+
 }  // namespace
 
 std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& var) {
@@ -251,9 +254,13 @@ std::optional<WatchSummary> watch_summary(const std::vector<const record::Record
       if (!inv.watch || !inv.watch->nvml) continue;
       for (const auto& g : inv.watch->gpus) {
         watched = true;
-        if (g.busy_sm_clock_mhz) clock.push_back(*g.busy_sm_clock_mhz);
-        if (g.power_w) power.push_back(g.power_w->median);
-        if (g.gpu_util_pct) util.push_back(g.gpu_util_pct->median);
+        // Busy samples only: a short kernel leaves most of an invocation's samples idle, so the
+        // medians over all of them say what the GPU did between launches. Records written before
+        // the busy power and utilisation were kept show neither. Values as the record rounds
+        // them, so that a step (its new run in memory) renders what a later verify renders.
+        if (g.busy_sm_clock_mhz) clock.push_back(as_recorded(*g.busy_sm_clock_mhz));
+        if (g.busy_power_w) power.push_back(as_recorded(*g.busy_power_w));
+        if (g.busy_gpu_util_pct) util.push_back(as_recorded(*g.busy_gpu_util_pct));
         w.throttle = runner::merge_throttle(w.throttle, g.throttle);
       }
     }
@@ -270,12 +277,15 @@ std::string watch_changes(const std::optional<WatchSummary>& base, const std::op
   auto text = [](const std::optional<WatchSummary>& w, std::optional<double> WatchSummary::*field) {
     return w && (*w).*field ? fmt::format("{:.0f}", *((*w).*field)) : std::string("?");
   };
-  std::vector<std::string> items{
-      fmt::format("SM {} → {} MHz", text(base, &WatchSummary::sm_clock_mhz), text(variant, &WatchSummary::sm_clock_mhz)),
-      fmt::format("power {} → {} W", text(base, &WatchSummary::power_w), text(variant, &WatchSummary::power_w))};
-  auto busy = [](const std::optional<WatchSummary>& w) { return w && w->gpu_util_pct && *w->gpu_util_pct > 0; };
-  if (busy(base) || busy(variant))
-    items.push_back(fmt::format("GPU util {} → {}%", text(base, &WatchSummary::gpu_util_pct), text(variant, &WatchSummary::gpu_util_pct)));
+  // A quantity neither arm has (never busy, or records from before it was kept) is left out.
+  std::vector<std::string> items;
+  auto add = [&](const char* label, std::optional<double> WatchSummary::*field, const char* unit) {
+    auto has = [&](const std::optional<WatchSummary>& w) { return w && (*w).*field; };
+    if (has(base) || has(variant)) items.push_back(fmt::format("{} {} → {}{}", label, text(base, field), text(variant, field), unit));
+  };
+  add("SM", &WatchSummary::sm_clock_mhz, " MHz");
+  add("power", &WatchSummary::power_w, " W");
+  add("GPU util", &WatchSummary::gpu_util_pct, "%");
   auto throttle = [](const std::optional<WatchSummary>& w) {
     if (!w) return std::string("?");
     return w->throttle.empty() ? std::string("none") : fmt::format("{}", fmt::join(w->throttle, "+"));

@@ -29,8 +29,9 @@ std::string counter_changes(const plan::Plan& plan, const std::map<std::string, 
                             const std::map<std::string, std::vector<double>>& variant);
 
 // What the watcher saw over a pool's runs (not the invalid ones): the medians over their
-// invocations' watched GPUs of the busy samples' SM clock and of the power draw and GPU
-// utilisation medians, and the throttle reasons seen while busy. Unset without an NVML watch.
+// invocations' watched GPUs of the busy samples' SM clock, power draw and GPU utilisation (each
+// unset when no GPU was busy, and power and utilisation in records written before they were
+// kept), and the throttle reasons seen while busy. Unset without an NVML watch.
 struct WatchSummary {
   std::optional<double> sm_clock_mhz, power_w, gpu_util_pct;
   std::vector<std::string> throttle;  // runner::merge_throttle's order
@@ -38,8 +39,8 @@ struct WatchSummary {
 std::optional<WatchSummary> watch_summary(const std::vector<const record::Record*>& pool);
 
 // "SM 1980 → 1755 MHz, power 650 → 700 W, GPU util 35 → 40%, throttled: none → sw_power_cap";
-// GPU utilisation only when an arm's is above 0, throttling only when an arm was throttled;
-// "" when neither arm was watched.
+// a quantity only when an arm has it, throttling only when an arm was throttled; "" when neither
+// arm was watched.
 std::string watch_changes(const std::optional<WatchSummary>& base, const std::optional<WatchSummary>& variant);
 
 // The summary's evidence: one bullet per compared cell (a cell whose baseline cell has a run)
