@@ -9,6 +9,7 @@
  *                                    from the Nth on busy (90%/40%, 1980/2619 MHz, 650 W, 60 C).
  *                                    Clocks, power and temperature follow the last utilisation
  *                                    call. Default 1: busy from the start
+ *   FAKE_NVML_BUSY_POWER_W=W         the busy power draw (default 650)
  *   FAKE_NVML_THROTTLE_FROM_CALL=N   clock-event-reason calls from the Nth on (counted over all
  *                                    GPUs) add FAKE_NVML_THROTTLE (default 0x4, sw_power_cap)
  *   FAKE_NVML_NO_EVENT_REASONS=1     nvmlDeviceGetCurrentClocksEventReasons is "not found" (an old
@@ -90,7 +91,7 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned* mw) {
   if (!valid(d)) return INVALID_ARGUMENT;
-  *mw = busy_now() ? 650000 : 80000;
+  *mw = busy_now() ? (unsigned)env_long("FAKE_NVML_BUSY_POWER_W", 650) * 1000 : 80000;
   return OK;
 }
 

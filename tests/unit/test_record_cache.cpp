@@ -63,6 +63,47 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
   CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
 }
 
+TEST_CASE("a cache frame keeps what the watcher saw of each invocation, which the evidence reads") {
+  auto r = sample_record(7);
+  CHECK(record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8)).second.data.invocations.empty());
+  runner::Watch w;
+  w.nvml = true;
+  w.interval_ms = 20;
+  runner::GpuWatch g;
+  g.index = 1;
+  g.uuid = "GPU-fake";
+  g.samples = 12;
+  g.busy = 9;
+  g.sm_clock_mhz = runner::Range{345, 1980, 1980};
+  g.power_w = runner::Range{80, 400.5, 650};
+  g.busy_sm_clock_mhz = 1980;
+  g.busy_power_w = 455.25;
+  g.busy_gpu_util_pct = 98;
+  g.throttle = {"sw_power_cap"};
+  w.gpus = {g, g};
+  r.data.invocations.resize(3);
+  r.data.invocations[0].watch = w;
+  r.data.invocations[2].watch = runner::Watch{false, "no NVIDIA driver", 0, {}};
+  auto back = record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8)).second;
+  REQUIRE(back.data.invocations.size() == 3);
+  REQUIRE(back.data.invocations[0].watch);
+  CHECK_FALSE(back.data.invocations[1].watch);
+  CHECK(back.data.invocations[2].watch->reason == "no NVIDIA driver");
+  const auto& bw = *back.data.invocations[0].watch;
+  CHECK(bw.interval_ms == 20);
+  REQUIRE(bw.gpus.size() == 2);
+  const auto& bg = bw.gpus[1];
+  CHECK(bg.uuid == "GPU-fake");
+  CHECK(bg.busy == 9);
+  CHECK(*bg.sm_clock_mhz == runner::Range{345, 1980, 1980});
+  CHECK(*bg.power_w == runner::Range{80, 400.5, 650});
+  CHECK_FALSE(bg.mem_clock_mhz);
+  CHECK(*bg.busy_power_w == 455.25);
+  CHECK(*bg.busy_gpu_util_pct == 98);
+  CHECK_FALSE(bg.busy_mem_clock_mhz);
+  CHECK(bg.throttle == std::vector<std::string>{"sw_power_cap"});
+}
+
 TEST_CASE("a header read decodes the header alone and checks it") {
   auto frame = record::encode_frame("oid1", sample_record(7));
   auto [oid, head] = record::decode_frame(std::string_view(frame).substr(8), record::Part::header);

@@ -70,6 +70,8 @@ TEST_CASE("watch: a GPU's samples become min/median/max, busy counts, and the re
   CHECK(*g.sm_clock_mhz == runner::Range{345, 1867.5, 1980});
   CHECK(*g.busy_sm_clock_mhz == 1980);
   CHECK(*g.busy_mem_clock_mhz == 2619);
+  CHECK(*g.busy_power_w == doctest::Approx(650.5));  // the idle sample's 80 W left out
+  CHECK(*g.busy_gpu_util_pct == 90);
   CHECK(g.gpu_util_pct->max == 95);
   CHECK(g.power_w->max == doctest::Approx(650.5));
   CHECK(!g.temperature_c);  // never given
@@ -79,6 +81,8 @@ TEST_CASE("watch: a GPU's samples become min/median/max, busy counts, and the re
   auto idle = runner::summarise(dev, {sample(0, 345), sample(0, 345)});
   CHECK(idle.busy == 0);
   CHECK(!idle.busy_sm_clock_mhz);
+  CHECK(!idle.busy_power_w);
+  CHECK(!idle.busy_gpu_util_pct);
 }
 
 TEST_CASE("watch: an invocation of hours keeps exact counts and bounds in bounded memory") {

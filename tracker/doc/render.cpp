@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "doc/code_facts.hpp"
+#include "doc/evidence.hpp"
 #include "doc/plot.hpp"
 #include "record/compare.hpp"
 #include "stats/linear_fit.hpp"
@@ -576,7 +576,7 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   // (with revisions:, the cells of different revisions run different code by design)
   const std::string code = plan.revisions.empty() ? code_warnings(comps) : std::string();
   if (auto w = machine_warnings(comps) + code + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
-  s += code_differences(plan, cells);
+  s += evidence(plan, cells);
   if (plan.prediction) {
     const auto& p = *plan.prediction;
     s += fmt::format("\n**Prediction:** `{}` {}", p.metric, pct(p.change_pct));

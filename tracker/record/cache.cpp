@@ -27,7 +27,9 @@ namespace {
 // 10: the throttle reasons the watcher saw (Run::throttled), which the document flags.
 // 11: the seconds the run's commands took (Run::command_s, in the header), which the document's
 //     summary adds up over every record.
-constexpr std::string_view kMagic = "abtrack-record-cache 11\n";
+// 12: what the watcher saw of each invocation (Invocation::watch, the rest of the invocation
+//     left out), which the document's evidence shows.
+constexpr std::string_view kMagic = "abtrack-record-cache 12\n";
 
 class Writer {
  public:
@@ -88,6 +90,64 @@ std::uint32_t checksum(std::string_view s) {
   for (; i < s.size(); ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
   h = (h ^ s.size()) * 1099511628211ull;
   return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
+
+
+// An invocation's watch, every field (the document's evidence reads the busy medians and the
+// throttle reasons; the rest keeps the cached watch equal to the record's).
+void put_watch(Writer& w, const runner::Watch& watch) {
+  w.pod<std::uint8_t>(watch.nvml);
+  w.str(watch.reason);
+  w.pod<double>(watch.interval_ms);
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(watch.gpus.size()));
+  for (const auto& g : watch.gpus) {
+    w.pod<std::uint32_t>(g.index);
+    w.str(g.uuid);
+    w.pod<std::int32_t>(g.samples);
+    w.pod<std::int32_t>(g.busy);
+    for (const auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct, &g.mem_util_pct}) {
+      w.pod<std::uint8_t>(r->has_value());
+      if (*r) w.pod<double>((*r)->min), w.pod<double>((*r)->median), w.pod<double>((*r)->max);
+    }
+    for (const auto* v : {&g.busy_sm_clock_mhz, &g.busy_mem_clock_mhz, &g.busy_power_w, &g.busy_gpu_util_pct}) {
+      w.pod<std::uint8_t>(v->has_value());
+      if (*v) w.pod<double>(**v);
+    }
+    w.pod<std::uint32_t>(static_cast<std::uint32_t>(g.throttle.size()));
+    for (const auto& t : g.throttle) w.str(t);
+  }
+}
+
+runner::Watch get_watch(Reader& in, std::size_t limit) {
+  runner::Watch watch;
+  watch.nvml = in.pod<std::uint8_t>() != 0;
+  watch.reason = in.str();
+  watch.interval_ms = in.pod<double>();
+  auto count = [&](const char* what) {
+    auto n = in.pod<std::uint32_t>();
+    if (n > limit) throw std::runtime_error(std::string("bad ") + what + " count in cache frame");
+    return n;
+  };
+  for (auto n = count("GPU"); n > 0; --n) {
+    runner::GpuWatch g;
+    g.index = in.pod<std::uint32_t>();
+    g.uuid = in.str();
+    g.samples = in.pod<std::int32_t>();
+    g.busy = in.pod<std::int32_t>();
+    for (auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct, &g.mem_util_pct})
+      if (in.pod<std::uint8_t>()) {
+        runner::Range range;
+        range.min = in.pod<double>();
+        range.median = in.pod<double>();
+        range.max = in.pod<double>();
+        *r = range;
+      }
+    for (auto* v : {&g.busy_sm_clock_mhz, &g.busy_mem_clock_mhz, &g.busy_power_w, &g.busy_gpu_util_pct})
+      if (in.pod<std::uint8_t>()) *v = in.pod<double>();
+    for (auto t = count("throttle"); t > 0; --t) g.throttle.push_back(in.str());
+    watch.gpus.push_back(std::move(g));
+  }
+  return watch;
 }
 
 }  // namespace
@@ -155,6 +215,15 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   }
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.throttled.or_empty().size()));
   for (const auto& t : r.data.throttled.or_empty()) w.str(t);
+  // The invocations' watches; none at all when no invocation was watched.
+  const bool watched = std::any_of(r.data.invocations.begin(), r.data.invocations.end(),
+                                   [](const runner::Invocation& i) { return i.watch.has_value(); });
+  w.pod<std::uint32_t>(watched ? static_cast<std::uint32_t>(r.data.invocations.size()) : 0);
+  if (watched)
+    for (const auto& i : r.data.invocations) {
+      w.pod<std::uint8_t>(i.watch.has_value());
+      if (i.watch) put_watch(w, *i.watch);
+    }
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -283,6 +352,11 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
     if (n > payload.size()) throw std::runtime_error("bad throttle count in cache frame");
     r.data.throttled.ensure().push_back(in.str());
+  }
+  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+    if (n > payload.size()) throw std::runtime_error("bad invocation count in cache frame");
+    auto& inv = r.data.invocations.emplace_back();
+    if (in.pod<std::uint8_t>()) inv.watch = get_watch(in, payload.size());
   }
   if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
   return oid;

@@ -69,6 +69,8 @@ ojson watch_json(const runner::Watch& w) {
     for (const auto& [key, member] : kWatchRanges) range(key, g.*member);
     j["busy_sm_clock_mhz"] = g.busy_sm_clock_mhz ? watched(*g.busy_sm_clock_mhz) : ojson(nullptr);
     j["busy_mem_clock_mhz"] = g.busy_mem_clock_mhz ? watched(*g.busy_mem_clock_mhz) : ojson(nullptr);
+    j["busy_power_w"] = g.busy_power_w ? watched(*g.busy_power_w) : ojson(nullptr);
+    j["busy_gpu_util_pct"] = g.busy_gpu_util_pct ? watched(*g.busy_gpu_util_pct) : ojson(nullptr);
     j["throttle"] = g.throttle;
     gpus.push_back(std::move(j));
   }
@@ -96,6 +98,8 @@ runner::Watch parse_watch(const ojson& j) {
     for (const auto& [key, member] : kWatchRanges) range(key, g.*member);
     if (gj.contains("busy_sm_clock_mhz") && gj["busy_sm_clock_mhz"].is_number()) g.busy_sm_clock_mhz = gj["busy_sm_clock_mhz"].get<double>();
     if (gj.contains("busy_mem_clock_mhz") && gj["busy_mem_clock_mhz"].is_number()) g.busy_mem_clock_mhz = gj["busy_mem_clock_mhz"].get<double>();
+    if (gj.contains("busy_power_w") && gj["busy_power_w"].is_number()) g.busy_power_w = gj["busy_power_w"].get<double>();
+    if (gj.contains("busy_gpu_util_pct") && gj["busy_gpu_util_pct"].is_number()) g.busy_gpu_util_pct = gj["busy_gpu_util_pct"].get<double>();
     for (const auto& t : gj.value("throttle", ojson::array()))
       if (t.is_string()) g.throttle.push_back(t.get<std::string>());
     w.gpus.push_back(std::move(g));

@@ -94,6 +94,8 @@ class SampleLog {
     };
     g.busy_sm_clock_mhz = busy_median(&GpuSample::sm_clock_mhz);
     g.busy_mem_clock_mhz = busy_median(&GpuSample::mem_clock_mhz);
+    g.busy_power_w = busy_median(&GpuSample::power_w);
+    g.busy_gpu_util_pct = busy_median(&GpuSample::gpu_util_pct);
     g.throttle = throttle_names(m_reasons);
     return g;
   }

@@ -32,8 +32,9 @@ struct GpuWatch {
   int samples = 0;  // samples taken
   int busy = 0;     // of those, samples with GPU utilisation > 0
   std::optional<Range> sm_clock_mhz, mem_clock_mhz, power_w, power_limit_w, temperature_c, gpu_util_pct, mem_util_pct;
-  // The medians of the clocks over the busy samples; unset without one.
-  std::optional<double> busy_sm_clock_mhz, busy_mem_clock_mhz;
+  // The medians of the clocks, power draw and GPU utilisation over the busy samples; unset
+  // without one (and the last two in records written before they were kept).
+  std::optional<double> busy_sm_clock_mhz, busy_mem_clock_mhz, busy_power_w, busy_gpu_util_pct;
   // The throttle reasons seen in the busy samples (throttle_names), in throttle_names' order.
   std::vector<std::string> throttle;
 };
