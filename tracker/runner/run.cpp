@@ -252,7 +252,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
       }
     }
     for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
-      const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(), [&](const plan::Metric& x) { return x.name == name; });
+      const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(), [&n = name](const plan::Metric& x) { return x.name == n; });
       if (!e.ok()) {
         std::string why = e.error;
         if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
