@@ -144,14 +144,14 @@ def check(torch, compare, out, lse, ref_out, ref_lse):
     # lse as check.cpp: abs 1e-6 or rel 8.01/65536 where both are finite, else the same non-finite value.
     la, lr = lse.double(), ref_lse
     lerr = (la - lr).abs()
-    lse_ok = torch.where(torch.isfinite(la) & torch.isfinite(lr), (lerr < 1e-6) | (lerr < 8.01 / 65536 * lr.abs()),
-                         (la == lr) | (torch.isnan(la) & torch.isnan(lr)))
+    lse_each = torch.where(torch.isfinite(la) & torch.isfinite(lr), (lerr < 1e-6) | (lerr < 8.01 / 65536 * lr.abs()),
+                           (la == lr) | (torch.isnan(la) & torch.isnan(lr)))
     return {
         "rel_err": rel_err,
         "max_abs_err": float(abs_err.max()),
         "corruption_pct": 100.0 * float(bad.sum()) / bad.numel(),
         "cos_diff": 1.0 - 2.0 * float((aa * r).sum()) / denom if denom > 0 else 0.0,
-        "lse_failed": int((~lse_ok).sum()),
+        "lse_failed": int((~lse_each).sum()),
         "check_passed": bool(out_ok and lse_ok),
         "flashmla_out_check": bool(out_ok),
         "flashmla_lse_check": bool(lse_ok),
