@@ -8,7 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 
 KILLS=${ABTRACK_E2E_KILLS:-40}
-STEP_MS=${ABTRACK_E2E_KILL_STEP_MS:-7}
 
 # The template repository every kill point starts from (copied: cheaper than init each time).
 new_repo template
@@ -49,7 +48,19 @@ regions_parse() {
   for r in summary results runs; do region "$1" "$r" >/dev/null 2>&1 || return 1; done
 }
 
-step "SIGKILL at $KILLS points"
+# The kill points spread over one uninterrupted run's time (at least 7 ms apart), so that they
+# reach the journal and the commits however fast this build and this machine are (a sanitizer
+# build on a loaded machine takes several times as long); ABTRACK_E2E_KILL_STEP_MS fixes them.
+cp -a "$TEMPLATE" "$WORK/timed" && cd "$WORK/timed" || die "cannot copy the template repository"
+RUN_MS=$("$PY" -c '
+import subprocess, sys, time
+t = time.monotonic()
+subprocess.run([sys.argv[1], "-q", "run"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+print(int((time.monotonic() - t) * 1000))' "$ABTRACK") || die "the uninterrupted run failed"
+cd "$WORK" && rm -rf "$WORK/timed"
+STEP_MS=${ABTRACK_E2E_KILL_STEP_MS:-$(( RUN_MS / KILLS > 7 ? RUN_MS / KILLS : 7 ))}
+
+step "SIGKILL at $KILLS points over an uninterrupted run's $RUN_MS ms"
 killed=0; finished=0; journaled=0; partial=0; unsynced=0
 for i in $(seq 0 $((KILLS - 1))); do
   ms=$((i * STEP_MS))
