@@ -287,6 +287,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
       try {
         ctx.repo.prune_worktree(worktree_name(rev.key));
       } catch (const Error&) {
+        // The checkout's own error is the one to report; a stale entry is pruned next time.
       }
       e.context(fmt::format("revision '{}' ({})", rev.name, rev.spec));
       throw;

@@ -417,6 +417,7 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
     try {
       util::write_file_atomic(m_file, data.substr(0, pos), util::Durability::ordinary);
     } catch (const std::exception&) {
+      // The cache is only a copy of the records: the torn tail stays, and is skipped again.
     }
   }
 }
@@ -443,6 +444,7 @@ bool RecordCache::get(std::string_view oid, Part part, Record& into) const {
   try {
     if (decode_frame(payload, into, part) == oid) return true;
   } catch (const std::exception&) {
+    // A bad frame is a cache miss: the record is read from git instead.
   }
   into = Record{};  // half-decoded: the caller parses the record instead
   return false;
@@ -455,6 +457,7 @@ std::optional<HeaderView> RecordCache::header(std::string_view oid) const {
   try {
     if (decode_header(std::string_view(slot->frame.data, slot->frame.size), h) == oid) return h;
   } catch (const std::exception&) {
+    // A bad frame is a cache miss: the record is read from git instead.
   }
   return std::nullopt;
 }
@@ -528,6 +531,7 @@ void RecordCache::save() noexcept {
     ::close(fd);
     m_saved = m_added.size();
   } catch (const std::exception&) {
+    // Saving the cache is best effort: the records are in git, and a later read adds them again.
   }
 }
 

@@ -83,6 +83,7 @@ CudaFacts compute(const std::filesystem::path& file, std::string_view bytes, con
     try {
       keep.emplace(kernel, std::regex::ECMAScript);
     } catch (const std::regex_error&) {
+      // The plan's loader has checked the regex; were it bad, every kernel is kept.
     }
   }
   for (auto& k : kernels) {

@@ -434,14 +434,11 @@ int run_task(const fs::path& dir, int index, const std::string& environment_json
   try {
     s = parse_submission(dir);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "abtrack: error: cannot read {}: {}\n", (dir / "manifest.json").string(), e.what());
-    return 3;
+    throw Error(Exit::environment, fmt::format("cannot read {}: {}", (dir / "manifest.json").string(), e.what()));
   }
   auto t = std::find_if(s.tasks.begin(), s.tasks.end(), [&](const Task& x) { return x.index == index; });
-  if (t == s.tasks.end()) {
-    fmt::print(stderr, "abtrack: error: {} has no task {}\n", (dir / "manifest.json").string(), index);
-    return 3;
-  }
+  if (t == s.tasks.end())
+    throw Error(Exit::environment, fmt::format("{} has no task {}", (dir / "manifest.json").string(), index));
   util::install_interrupt_handlers();
   json invocations = json::array();
   std::string started = utc_now();

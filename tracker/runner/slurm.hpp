@@ -79,7 +79,8 @@ bool cancel_requested(const Submission& s);
 
 // The node side: runs task `index` of the submission in `dir` and writes result-<index>.json
 // atomically (also when SIGTERM from scancel or the time limit stops it). `environment_json`
-// is stored as is. Returns 0, or 3 when the manifest cannot be read.
+// is stored as is. Returns 0; throws Error (Exit::environment) when the manifest cannot be read
+// or has no such task.
 int run_task(const std::filesystem::path& dir, int index, const std::string& environment_json);
 
 }  // namespace abtrack::runner::slurm
