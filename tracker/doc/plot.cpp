@@ -193,42 +193,52 @@ bool plan_has_plot(const plan::Plan& plan) {
          std::any_of(plan.metrics.begin(), plan.metrics.end(), [](const plan::Metric& m) { return m.better != plan::Better::none; });
 }
 
-std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<record::Record>& records) {
-  if (plan.axes.empty()) return std::nullopt;
-  std::vector<const plan::Metric*> metrics;
-  for (const auto& m : plan.metrics)
-    if (m.better != plan::Better::none) metrics.push_back(&m);
-  if (metrics.empty()) return std::nullopt;
+namespace {
 
-  const std::size_t xi = plot_x_axis(plan);
-  const auto& xaxis = plan.axes[xi];
-  bool numeric = true;
-  for (const auto& v : xaxis.values) {
-    auto d = util::parse_double(v);
-    numeric = numeric && d && std::isfinite(*d);
-  }
-  double xmin = 0, xmax = 0;
-  for (std::size_t i = 0; numeric && i < xaxis.values.size(); ++i) {
-    double d = *util::parse_double(xaxis.values[i]);
-    xmin = i == 0 ? d : std::min(xmin, d);
-    xmax = i == 0 ? d : std::max(xmax, d);
-  }
-  const bool log2x = numeric && xmin > 0 && xmax / xmin >= 8;
-  auto x_of = [&](const std::string& v) {
-    if (!numeric) return static_cast<double>(std::find(xaxis.values.begin(), xaxis.values.end(), v) - xaxis.values.begin());
+// The plot's x axis: the plan's axis, numeric (log2 when it spans 8x or more) or categorical.
+struct XAxis {
+  const plan::Axis* axis = nullptr;
+  bool numeric = true, log2 = false;
+  double min = 0, max = 0;
+  // Where a value of the axis lies: its number (or log2), or its index when categorical.
+  double position(const std::string& v) const {
+    if (!numeric) return static_cast<double>(std::find(axis->values.begin(), axis->values.end(), v) - axis->values.begin());
     double d = *util::parse_double(v);
-    return log2x ? std::log2(d) : d;
-  };
+    return log2 ? std::log2(d) : d;
+  }
+};
 
-  auto cells = record::cells_with_runs(plan, records);
-  std::vector<std::string> variants;  // first appearance, plan order
+XAxis x_axis(const plan::Axis& axis) {
+  XAxis x;
+  x.axis = &axis;
+  for (const auto& v : axis.values) {
+    auto d = util::parse_double(v);
+    x.numeric = x.numeric && d && std::isfinite(*d);
+  }
+  for (std::size_t i = 0; x.numeric && i < axis.values.size(); ++i) {
+    double d = *util::parse_double(axis.values[i]);
+    x.min = i == 0 ? d : std::min(x.min, d);
+    x.max = i == 0 ? d : std::max(x.max, d);
+  }
+  x.log2 = x.numeric && x.min > 0 && x.max / x.min >= 8;
+  return x;
+}
+
+// What is drawn: per metric and variant (the cell's other axes), the passing cells' medians.
+struct Series {
+  std::vector<std::string> variants;                                        // first appearance, plan order
   std::map<std::string, std::map<std::string, std::vector<Point>>> points;  // metric -> variant -> points
-  for (const auto& c : cells) {
+};
+
+Series collect_series(const plan::Plan& plan, const std::vector<record::Record>& records,
+                      const std::vector<const plan::Metric*>& metrics, std::size_t xi, const XAxis& x) {
+  Series out;
+  for (const auto& c : record::cells_with_runs(plan, records)) {
     std::vector<std::string> parts;
     for (std::size_t a = 0; a < plan.axes.size(); ++a)
       if (a != xi) parts.push_back(plan.axes[a].name + "=" + c.cell.values[a]);
     std::string variant = parts.empty() ? "" : fmt::format("{}", fmt::join(parts, " "));
-    if (std::find(variants.begin(), variants.end(), variant) == variants.end()) variants.push_back(variant);
+    if (std::find(out.variants.begin(), out.variants.end(), variant) == out.variants.end()) out.variants.push_back(variant);
     if (!c.latest() || c.outcome() != runner::Outcome::pass) continue;
     auto pooled = c.pooled_samples();
     for (const auto* m : metrics) {
@@ -239,19 +249,178 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
       auto ci = stats::median_ci(it->second, 0.95);
       bool bounded = ci.bounded() && std::isfinite(ci.lo) && std::isfinite(ci.hi);
       const auto& xv = c.cell.values[xi];
-      points[m->name][variant].push_back(
-          {x_of(xv), xv, med, bounded ? ci.lo : med, bounded ? ci.hi : med, it->second.size(), bounded});
+      out.points[m->name][variant].push_back(
+          {x.position(xv), xv, med, bounded ? ci.lo : med, bounded ? ci.hi : med, it->second.size(), bounded});
     }
   }
+  return out;
+}
+
+std::string legend_label(const std::string& variant, const plan::Metric& m) { return variant.empty() ? m.name : variant; }
+
+// A log y axis when asked (plot: {y: log}), or unless told otherwise when a variant's values
+// span more than a decade (a linear axis would flatten its small values into one line).
+bool log_y_axis(const plan::Plan& plan, const std::map<std::string, std::vector<Point>>& by_variant, double lo) {
+  if (!(lo > 0)) return false;
+  if (plan.plot_log_y) return *plan.plot_log_y;
+  for (const auto& [variant, pts] : by_variant) {
+    double vlo = 0, vhi = 0;
+    for (std::size_t k = 0; k < pts.size(); ++k) {
+      vlo = k == 0 ? pts[k].lo : std::min(vlo, pts[k].lo);
+      vhi = k == 0 ? pts[k].hi : std::max(vhi, pts[k].hi);
+    }
+    if (vhi > 10 * vlo) return true;
+  }
+  return false;
+}
+
+// One panel's frame: the title, the grid with the y ticks, the x ticks, the axis labels.
+struct Panel {
+  const plan::Metric* metric = nullptr;
+  std::string label;  // the metric with its unit
+  double top = 0, y_top = 0, y_bottom = 0, x_right = 0;
+  bool log_y = false;
+  Scale y_scale{}, x_scale{};
+  double y(double v) const { return y_scale(log_y ? std::log10(v) : v); }
+};
+
+std::string panel_frame(const Panel& p, const XAxis& x) {
+  std::string s;
+  s += fmt::format("<g class=\"panel\" data-metric=\"{}\">\n", xml_escape(p.metric->name));
+  s += fmt::format("<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">{}: median "
+                   "with 95% CI, {} is better</text>\n",
+                   px(kPlotLeft + kPlotWidth / 2), px(p.top + 24), xml_escape(p.label), plan::to_string(p.metric->better));
+  // Grid and y ticks.
+  s += "<g class=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
+  // A linear axis labels every tick with one prefix, from its largest (0.5 M, 1 M, 1.5 M); a log
+  // axis each with its own (100, 1 k, 10 k).
+  const std::vector<double> ticks = p.log_y ? log_ticks(p.y_scale.d0, p.y_scale.d1) : nice_ticks(p.y_scale.d0, p.y_scale.d1, 6);
+  double largest = 0;
+  for (double t : ticks) largest = std::max(largest, std::fabs(t));
+  for (double t : ticks) {
+    double y = p.y(t);
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
+                     "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
+                     px(kPlotLeft), px(y), px(p.x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(si_label(t, si_exponent(p.log_y ? t : largest))));
+  }
+  s += "</g>\n<g class=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
+  // Every axis value is a tick; with many values only every k-th is labelled.
+  const auto& values = x.axis->values;
+  std::size_t every = (values.size() + 11) / 12;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double xp = p.x_scale(x.position(values[i]));
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", px(xp), px(p.y_top), px(p.y_bottom));
+    if (i % every == 0)
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333333\">{}</text>", px(xp),
+                       px(p.y_bottom + 16), xml_escape(shorten(values[i], 16)));
+    s += "\n";
+  }
+  s += "</g>\n";
+  s += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555555\"/>\n",
+                   px(kPlotLeft), px(p.y_top), px(kPlotWidth), px(p.y_bottom - p.y_top));
+  s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(kPlotLeft + kPlotWidth / 2),
+                   px(p.y_bottom + 38), xml_escape(x.axis->name), x.log2 ? " (log scale)" : "");
+  s += fmt::format("<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
+                   px(18), px((p.y_top + p.y_bottom) / 2), xml_escape(p.log_y ? p.label + " (log scale)" : p.label));
+  return s;
+}
+
+// One variant's line and points with their CIs (a tooltip each).
+std::string series_svg(const Panel& p, const XAxis& x, const std::string& variant, std::vector<Point> pts,
+                       std::string_view colour, const std::string& dash_attr) {
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+  std::string s = fmt::format("<g class=\"series\" data-variant=\"{}\" stroke=\"{}\" fill=\"{}\">\n<title>{}</title>\n",
+                              xml_escape(variant), colour, colour, xml_escape(legend_label(variant, *p.metric)));
+  std::vector<std::string> line;
+  for (const auto& pt : pts) line.push_back(px(p.x_scale(pt.x)) + "," + px(p.y(pt.median)));
+  s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr, fmt::join(line, " "));
+  const std::string& axis = x.axis->name;
+  for (const auto& pt : pts) {
+    double xp = p.x_scale(pt.x), yp = p.y(pt.median);
+    // Without a bounded CI (fewer than 6 samples) the tooltip shows none, not [median, median].
+    if (pt.ci)
+      s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
+                       "95% CI [{}, {}]</title>",
+                       xml_escape(pt.text), num(pt.median), num(pt.lo), num(pt.hi), xml_escape(variant),
+                       variant.empty() ? "" : ", ", xml_escape(axis + "=" + pt.text), num(pt.median), num(pt.lo), num(pt.hi));
+    else
+      s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\"><title>{}{}{}: median {} (n={}: no 95% CI below 6 "
+                       "samples)</title>",
+                       xml_escape(pt.text), num(pt.median), xml_escape(variant), variant.empty() ? "" : ", ",
+                       xml_escape(axis + "=" + pt.text), num(pt.median), pt.n);
+    if (pt.hi > pt.lo)
+      s += fmt::format("<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(xp),
+                       px(p.y(pt.lo)), px(p.y(pt.hi)), px(xp - 4), px(xp + 4));
+    s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" stroke=\"#ffffff\" stroke-width=\"0.8\"/></g>\n", px(xp), px(yp));
+  }
+  return s + "</g>\n";
+}
+
+// One metric's panel: its frame, then the series and the legend in variant order (colours stay
+// with a variant across panels).
+std::string panel_svg(const plan::Plan& plan, const plan::Metric& m, std::size_t index, const Series& series, const XAxis& x,
+                      double legend_x) {
+  const auto& by_variant = series.points.at(m.name);
+  Panel p;
+  p.metric = &m;
+  p.label = m.unit.empty() ? m.name : fmt::format("{} ({})", m.name, m.unit);
+  p.top = kPanelHeight * static_cast<double>(index);
+  p.y_top = p.top + kPlotTop;
+  p.y_bottom = p.top + kPlotBottom;
+  p.x_right = kPlotLeft + kPlotWidth;
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const auto& [variant, pts] : by_variant)
+    for (const auto& pt : pts) {
+      lo = first ? pt.lo : std::min(lo, pt.lo);
+      hi = first ? pt.hi : std::max(hi, pt.hi);
+      first = false;
+    }
+  p.log_y = log_y_axis(plan, by_variant, lo);
+  p.y_scale = p.log_y ? padded(std::log10(lo), std::log10(hi), 0.08, p.y_bottom, p.y_top) : padded(lo, hi, 0.08, p.y_bottom, p.y_top);
+  p.x_scale = x.numeric ? padded(x.log2 ? std::log2(x.min) : x.min, x.log2 ? std::log2(x.max) : x.max, 0.05, kPlotLeft, p.x_right)
+                        : Scale{-0.5, static_cast<double>(x.axis->values.size()) - 0.5, kPlotLeft, p.x_right};
+
+  std::string s = panel_frame(p, x);
+  std::string legend;
+  double legend_y = p.y_top + 8;
+  for (std::size_t vi = 0; vi < series.variants.size(); ++vi) {
+    auto it = by_variant.find(series.variants[vi]);
+    if (it == by_variant.end()) continue;
+    auto colour = kColours[vi % std::size(kColours)];
+    auto dash = kDashes[(vi / std::size(kColours)) % std::size(kDashes)];
+    std::string dash_attr = dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", dash);
+    s += series_svg(p, x, series.variants[vi], it->second, colour, dash_attr);
+    legend += fmt::format("<g class=\"entry\" stroke=\"{0}\" fill=\"{0}\"><line x1=\"{1}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" "
+                          "stroke-width=\"1.8\"{4}/><circle cx=\"{5}\" cy=\"{2}\" r=\"3.2\"/><text x=\"{6}\" y=\"{7}\" stroke=\"none\" "
+                          "fill=\"#222222\">{8}</text></g>\n",
+                          colour, px(legend_x), px(legend_y), px(legend_x + 24), dash_attr, px(legend_x + 12), px(legend_x + 30),
+                          px(legend_y + 4), xml_escape(shorten(legend_label(series.variants[vi], m), kLegendChars)));
+    legend_y += 18;
+  }
+  return s + "<g class=\"legend\">\n" + legend + "</g>\n</g>\n";
+}
+
+}  // namespace
+
+std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<record::Record>& records) {
+  if (plan.axes.empty()) return std::nullopt;
+  std::vector<const plan::Metric*> metrics;
+  for (const auto& m : plan.metrics)
+    if (m.better != plan::Better::none) metrics.push_back(&m);
+  if (metrics.empty()) return std::nullopt;
+
+  const std::size_t xi = plot_x_axis(plan);
+  const XAxis x = x_axis(plan.axes[xi]);
+  const Series series = collect_series(plan, records, metrics, xi, x);
   std::vector<const plan::Metric*> shown;
   for (const auto* m : metrics)
-    if (points.count(m->name)) shown.push_back(m);
+    if (series.points.count(m->name)) shown.push_back(m);
   if (shown.empty()) return std::nullopt;
 
-  auto legend_label = [&](const std::string& variant, const plan::Metric& m) { return variant.empty() ? m.name : variant; };
   std::size_t longest = 0;
   for (const auto* m : shown)
-    for (const auto& [variant, pts] : points[m->name]) longest = std::max(longest, code_points(legend_label(variant, *m)));
+    for (const auto& [variant, pts] : series.points.at(m->name)) longest = std::max(longest, code_points(legend_label(variant, *m)));
   const double legend_x = kPlotLeft + kPlotWidth + 24;
   const double width = std::round(legend_x + 34 + kCharWidth * static_cast<double>(std::min(longest, kLegendChars)) + 16);
   const double height = kPanelHeight * static_cast<double>(shown.size());
@@ -264,123 +433,7 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
   s += fmt::format("{}; regenerated with every run -->\n", kPlotMarker);
   s += fmt::format("<title>{}</title>\n", xml_escape(plan.title.empty() ? plan.experiment : plan.title));
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-
-  for (std::size_t mi = 0; mi < shown.size(); ++mi) {
-    const auto& m = *shown[mi];
-    const double top = kPanelHeight * static_cast<double>(mi);
-    const double y_top = top + kPlotTop, y_bottom = top + kPlotBottom, x_right = kPlotLeft + kPlotWidth;
-    std::string label = m.unit.empty() ? m.name : fmt::format("{} ({})", m.name, m.unit);
-
-    double lo = 0, hi = 0;
-    bool first = true;
-    for (const auto& [variant, pts] : points[m.name])
-      for (const auto& p : pts) {
-        lo = first ? p.lo : std::min(lo, p.lo);
-        hi = first ? p.hi : std::max(hi, p.hi);
-        first = false;
-      }
-    // A log y axis when asked (plot: {y: log}), or unless told otherwise when a variant's values
-    // span more than a decade (a linear axis would flatten its small values into one line).
-    bool log_y = lo > 0;
-    if (log_y && plan.plot_log_y) log_y = *plan.plot_log_y;
-    else if (log_y) {
-      log_y = false;
-      for (const auto& [variant, pts] : points[m.name]) {
-        double vlo = 0, vhi = 0;
-        for (std::size_t k = 0; k < pts.size(); ++k) {
-          vlo = k == 0 ? pts[k].lo : std::min(vlo, pts[k].lo);
-          vhi = k == 0 ? pts[k].hi : std::max(vhi, pts[k].hi);
-        }
-        log_y = log_y || vhi > 10 * vlo;
-      }
-    }
-    auto y_value = [&](double v) { return log_y ? std::log10(v) : v; };
-    const Scale y_scale = log_y ? padded(std::log10(lo), std::log10(hi), 0.08, y_bottom, y_top) : padded(lo, hi, 0.08, y_bottom, y_top);
-    auto ys = [&](double v) { return y_scale(y_value(v)); };
-    Scale xs = numeric ? padded(log2x ? std::log2(xmin) : xmin, log2x ? std::log2(xmax) : xmax, 0.05, kPlotLeft, x_right)
-                       : Scale{-0.5, static_cast<double>(xaxis.values.size()) - 0.5, kPlotLeft, x_right};
-
-    s += fmt::format("<g class=\"panel\" data-metric=\"{}\">\n", xml_escape(m.name));
-    s += fmt::format("<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">{}: median "
-                     "with 95% CI, {} is better</text>\n",
-                     px(kPlotLeft + kPlotWidth / 2), px(top + 24), xml_escape(label), plan::to_string(m.better));
-    // Grid and y ticks.
-    s += "<g class=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
-    // A linear axis labels every tick with one prefix, from its largest (0.5 M, 1 M, 1.5 M); a log
-    // axis each with its own (100, 1 k, 10 k).
-    const std::vector<double> ticks = log_y ? log_ticks(y_scale.d0, y_scale.d1) : nice_ticks(y_scale.d0, y_scale.d1, 6);
-    double largest = 0;
-    for (double t : ticks) largest = std::max(largest, std::fabs(t));
-    for (double t : ticks) {
-      double y = ys(t);
-      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
-                       "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
-                       px(kPlotLeft), px(y), px(x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(si_label(t, si_exponent(log_y ? t : largest))));
-    }
-    s += "</g>\n<g class=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
-    // Every axis value is a tick; with many values only every k-th is labelled.
-    std::size_t every = (xaxis.values.size() + 11) / 12;
-    for (std::size_t i = 0; i < xaxis.values.size(); ++i) {
-      double x = xs(x_of(xaxis.values[i]));
-      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", px(x), px(y_top), px(y_bottom));
-      if (i % every == 0)
-        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333333\">{}</text>", px(x),
-                         px(y_bottom + 16), xml_escape(shorten(xaxis.values[i], 16)));
-      s += "\n";
-    }
-    s += "</g>\n";
-    s += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555555\"/>\n",
-                     px(kPlotLeft), px(y_top), px(kPlotWidth), px(y_bottom - y_top));
-    s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(kPlotLeft + kPlotWidth / 2),
-                     px(y_bottom + 38), xml_escape(xaxis.name), log2x ? " (log scale)" : "");
-    s += fmt::format("<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
-                     px(18), px((y_top + y_bottom) / 2), xml_escape(log_y ? label + " (log scale)" : label));
-
-    // Series, then the legend, in variant order (colours stay with a variant across panels).
-    std::string legend;
-    double legend_y = y_top + 8;
-    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-      auto it = points[m.name].find(variants[vi]);
-      if (it == points[m.name].end()) continue;
-      auto pts = it->second;
-      std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
-      std::string name = legend_label(variants[vi], m);
-      auto colour = kColours[vi % std::size(kColours)];
-      auto dash = kDashes[(vi / std::size(kColours)) % std::size(kDashes)];
-      std::string dash_attr = dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", dash);
-      s += fmt::format("<g class=\"series\" data-variant=\"{}\" stroke=\"{}\" fill=\"{}\">\n<title>{}</title>\n", xml_escape(variants[vi]),
-                       colour, colour, xml_escape(name));
-      std::vector<std::string> line;
-      for (const auto& p : pts) line.push_back(px(xs(p.x)) + "," + px(ys(p.median)));
-      s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr, fmt::join(line, " "));
-      for (const auto& p : pts) {
-        double x = xs(p.x), y = ys(p.median);
-        // Without a bounded CI (fewer than 6 samples) the tooltip shows none, not [median, median].
-        if (p.ci)
-          s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
-                           "95% CI [{}, {}]</title>",
-                           xml_escape(p.text), num(p.median), num(p.lo), num(p.hi), xml_escape(variants[vi]),
-                           variants[vi].empty() ? "" : ", ", xml_escape(xaxis.name + "=" + p.text), num(p.median), num(p.lo), num(p.hi));
-        else
-          s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\"><title>{}{}{}: median {} (n={}: no 95% CI below 6 "
-                           "samples)</title>",
-                           xml_escape(p.text), num(p.median), xml_escape(variants[vi]), variants[vi].empty() ? "" : ", ",
-                           xml_escape(xaxis.name + "=" + p.text), num(p.median), p.n);
-        if (p.hi > p.lo)
-          s += fmt::format("<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(x),
-                           px(ys(p.lo)), px(ys(p.hi)), px(x - 4), px(x + 4));
-        s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" stroke=\"#ffffff\" stroke-width=\"0.8\"/></g>\n", px(x), px(y));
-      }
-      s += "</g>\n";
-      legend += fmt::format("<g class=\"entry\" stroke=\"{0}\" fill=\"{0}\"><line x1=\"{1}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" "
-                            "stroke-width=\"1.8\"{4}/><circle cx=\"{5}\" cy=\"{2}\" r=\"3.2\"/><text x=\"{6}\" y=\"{7}\" stroke=\"none\" "
-                            "fill=\"#222222\">{8}</text></g>\n",
-                            colour, px(legend_x), px(legend_y), px(legend_x + 24), dash_attr, px(legend_x + 12), px(legend_x + 30),
-                            px(legend_y + 4), xml_escape(shorten(name, kLegendChars)));
-      legend_y += 18;
-    }
-    s += "<g class=\"legend\">\n" + legend + "</g>\n</g>\n";
-  }
+  for (std::size_t mi = 0; mi < shown.size(); ++mi) s += panel_svg(plan, *shown[mi], mi, series, x, legend_x);
   s += "</svg>\n";
   return s;
 }
