@@ -116,18 +116,16 @@ std::string signal_name(int sig) {
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
-ProcessResult run_process(const ProcessSpec& spec) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+namespace {
 
+// Starts `/bin/sh -c COMMAND` in its own process group, stdin /dev/null, stdout and stderr on the
+// given pipe ends, the signals abtrack handles back at their defaults.
+pid_t spawn_shell(const ProcessSpec& spec, int out_w, int err_w) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
+  posix_spawn_file_actions_adddup2(&actions, out_w, 1);
+  posix_spawn_file_actions_adddup2(&actions, err_w, 2);
   if (!spec.workdir.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.workdir.c_str());
 
   posix_spawnattr_t attr;
@@ -149,7 +147,6 @@ ProcessResult run_process(const ProcessSpec& spec) {
   char sh[] = "/bin/sh", dash_c[] = "-c";
   char* argv[] = {sh, dash_c, cmd.data(), nullptr};
 
-  const auto t0 = Clock::now();
   pid_t pid = -1;
   int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -158,68 +155,71 @@ ProcessResult run_process(const ProcessSpec& spec) {
     std::string where = spec.workdir.empty() ? "" : fmt::format(" in {}", spec.workdir.string());
     throw Error(Exit::environment, fmt::format("cannot start /bin/sh{}: {}", where, std::strerror(rc)));
   }
-  out_w.reset();
-  err_w.reset();
-  if (spec.on_start) spec.on_start(pid);
-  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  return pid;
+}
 
-  ProcessResult result;
-  Capture out, err;
-  out.limit = err.limit = spec.capture_limit;
-  bool out_open = true, err_open = true, exited = false;
+// The started shell and how far its stopping has gone: TERM sent (waiting its grace), KILL sent.
+struct Child {
+  pid_t pid = -1;
+  Clock::time_point t0;
   int status = 0;
-  // Phases after the normal run: TERM sent (waiting grace), KILL sent.
+  bool exited = false;
   std::optional<Clock::time_point> term_at, kill_at, exit_at;
 
-  auto kill_group = [&](int sig) { ::kill(-pid, sig); };
-  auto reap = [&]() {
+  void kill_group(int sig) const { ::kill(-pid, sig); }
+  void reap() {
     if (exited) return;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
       exit_at = Clock::now();
     }
-  };
-
-  for (;;) {
-    reap();
+  }
+  // One look at the clock and the signals: interrupted or past the timeout, TERM the group; past
+  // the grace, KILL it. After the shell exited, what still holds the pipes is a leftover of its
+  // group: KILLed after 200 ms. False when waiting is over (a leftover escaped the group).
+  bool escalate(const ProcessSpec& spec, ProcessResult& result, bool pipes_open) {
     auto now = Clock::now();
     if (exited) {
-      // The shell is gone; anything still holding our pipes is a leftover of its group.
-      if (!out_open && !err_open) break;
+      if (!pipes_open) return false;
       if (!kill_at && now - *exit_at > std::chrono::milliseconds(200)) {
         kill_group(SIGKILL);
         kill_at = now;
       }
-      if (kill_at && now - *kill_at > std::chrono::seconds(1)) break;  // escaped the group
-    } else {
-      bool stop = false;
-      if (interrupt_signal() && !result.interrupted) {
-        result.interrupted = stop = true;
-      } else if (spec.timeout_s > 0 && seconds_since(t0) > spec.timeout_s && !result.timed_out &&
-                 !result.interrupted) {
-        result.timed_out = stop = true;
-      }
-      if (stop && !term_at) {
-        kill_group(SIGTERM);
-        term_at = now;
-      }
-      if (term_at && !kill_at && now - *term_at > std::chrono::duration<double>(spec.kill_grace_s)) {
-        kill_group(SIGKILL);
-        kill_at = now;
-      }
+      return !(kill_at && now - *kill_at > std::chrono::seconds(1));
     }
+    bool stop = false;
+    if (interrupt_signal() && !result.interrupted) {
+      result.interrupted = stop = true;
+    } else if (spec.timeout_s > 0 && seconds_since(t0) > spec.timeout_s && !result.timed_out && !result.interrupted) {
+      result.timed_out = stop = true;
+    }
+    if (stop && !term_at) {
+      kill_group(SIGTERM);
+      term_at = now;
+    }
+    if (term_at && !kill_at && now - *term_at > std::chrono::duration<double>(spec.kill_grace_s)) {
+      kill_group(SIGKILL);
+      kill_at = now;
+    }
+    return true;
+  }
+};
 
+// Reads both pipes until they close while the child runs, stopping it as `escalate` says.
+void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capture& out, Capture& err, ProcessResult& result) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0)));
+  bool out_open = true, err_open = true;
+  for (;;) {
+    child.reap();
+    if (!child.escalate(spec, result, out_open || err_open)) break;
     std::vector<pollfd> fds;
-    if (out_open) fds.push_back({out_r.get(), POLLIN, 0});
-    if (err_open) fds.push_back({err_r.get(), POLLIN, 0});
-    if (!exited && pidfd.get() >= 0) fds.push_back({pidfd.get(), POLLIN, 0});
+    if (out_open) fds.push_back({out_r, POLLIN, 0});
+    if (err_open) fds.push_back({err_r, POLLIN, 0});
+    if (!child.exited && pidfd.get() >= 0) fds.push_back({pidfd.get(), POLLIN, 0});
     if (g_wake_pipe[0] >= 0) fds.push_back({g_wake_pipe[0], POLLIN, 0});
     int wait_ms = 100;
-    if (!exited && spec.timeout_s > 0 && !term_at) {
-      double left = spec.timeout_s - seconds_since(t0);
+    if (!child.exited && spec.timeout_s > 0 && !child.term_at) {
+      double left = spec.timeout_s - seconds_since(child.t0);
       wait_ms = std::max(0, std::min(wait_ms, static_cast<int>(left * 1000) + 1));
     }
     int n = ::poll(fds.data(), fds.size(), wait_ms);
@@ -227,8 +227,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
     if (n <= 0) continue;
     for (const auto& p : fds) {
       if (!p.revents) continue;
-      if (p.fd == out_r.get()) out_open = drain(p.fd, out, 1, spec.echo);
-      else if (p.fd == err_r.get()) err_open = drain(p.fd, err, 2, spec.echo);
+      if (p.fd == out_r) out_open = drain(p.fd, out, 1, spec.echo);
+      else if (p.fd == err_r) err_open = drain(p.fd, err, 2, spec.echo);
       else if (p.fd == g_wake_pipe[0]) {
         char buf[64];
         while (::read(p.fd, buf, sizeof buf) > 0) {
@@ -236,16 +236,40 @@ ProcessResult run_process(const ProcessSpec& spec) {
       }
     }
   }
-  if (!exited) {
-    kill_group(SIGKILL);
-    ::waitpid(pid, &status, 0);
+}
+
+}  // namespace
+
+ProcessResult run_process(const ProcessSpec& spec) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+
+  Child child;
+  child.t0 = Clock::now();
+  child.pid = spawn_shell(spec, out_w.get(), err_w.get());
+  out_w.reset();
+  err_w.reset();
+  if (spec.on_start) spec.on_start(child.pid);
+  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+
+  ProcessResult result;
+  Capture out, err;
+  out.limit = err.limit = spec.capture_limit;
+  supervise(spec, child, out_r.get(), err_r.get(), out, err, result);
+  if (!child.exited) {
+    child.kill_group(SIGKILL);
+    ::waitpid(child.pid, &child.status, 0);
   } else {
     // Leftovers of the group, if any, must not outlive the run.
-    kill_group(SIGKILL);
+    child.kill_group(SIGKILL);
   }
-  result.duration_s = exit_at ? std::chrono::duration<double>(*exit_at - t0).count() : seconds_since(t0);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.duration_s = child.exit_at ? std::chrono::duration<double>(*child.exit_at - child.t0).count() : seconds_since(child.t0);
+  if (WIFEXITED(child.status)) result.exit_code = WEXITSTATUS(child.status);
+  if (WIFSIGNALED(child.status)) result.signal = WTERMSIG(child.status);
   out.finish();
   err.finish();
   result.out = std::move(out.data);
