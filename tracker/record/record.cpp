@@ -400,9 +400,11 @@ std::optional<Build> parse_build(std::string_view text) {
   return build_of(j);
 }
 
-std::string to_json(const Record& r) {
-  ojson cell = ojson::object();
-  for (const auto& [k, v] : r.cell) cell[k] = scalar(v);
+namespace {
+
+// The record's metrics: per metric (plan order, then any other) its spec, samples, warm-up
+// samples and summary.
+ojson metrics_json(const Record& r) {
   // Plan order when the plan is known, then any other metric.
   std::vector<std::string> order;
   for (const auto& m : r.metric_specs)
@@ -450,6 +452,32 @@ std::string to_json(const Record& r) {
     entry["summary"] = summary;
     metrics[name] = entry;
   }
+  return metrics;
+}
+
+ojson env_json(const runner::Environment& e) {
+  ojson gpus = ojson::array();
+  for (const auto& g : e.gpus) {
+    gpus.push_back(ojson{{"name", g.name},
+                         {"uuid", g.uuid},
+                         {"driver", g.driver},
+                         {"sm_clock_mhz", opt_int(g.sm_clock_mhz)},
+                         {"mem_clock_mhz", opt_int(g.mem_clock_mhz)},
+                         {"power_limit_w", opt(g.power_limit_w)},
+                         {"temperature_c", opt_int(g.temperature_c)}});
+    if (!g.clocks_from.empty()) gpus.back()["clocks_from"] = g.clocks_from;
+  }
+  ojson env{{"host", e.host},         {"os", e.os},   {"cpu", e.cpu},       {"cpus", e.cpus},
+            {"compiler", e.compiler}, {"gpus", gpus},     {"driver", e.driver}, {"cuda", e.cuda}};
+  return env;
+}
+
+}  // namespace
+
+std::string to_json(const Record& r) {
+  ojson cell = ojson::object();
+  for (const auto& [k, v] : r.cell) cell[k] = scalar(v);
+  ojson metrics = metrics_json(r);
   ojson gates = ojson::array();
   for (const auto& g : r.data.gates)
     gates.push_back(ojson{{"expression", g.expression},
@@ -460,19 +488,7 @@ std::string to_json(const Record& r) {
                           {"violations", g.violations}});
   ojson invocations = ojson::array();
   for (const auto& inv : r.data.invocations) invocations.push_back(invocation_json(inv));
-  ojson gpus = ojson::array();
-  for (const auto& g : r.env.gpus) {
-    gpus.push_back(ojson{{"name", g.name},
-                         {"uuid", g.uuid},
-                         {"driver", g.driver},
-                         {"sm_clock_mhz", opt_int(g.sm_clock_mhz)},
-                         {"mem_clock_mhz", opt_int(g.mem_clock_mhz)},
-                         {"power_limit_w", opt(g.power_limit_w)},
-                         {"temperature_c", opt_int(g.temperature_c)}});
-    if (!g.clocks_from.empty()) gpus.back()["clocks_from"] = g.clocks_from;
-  }
-  ojson env{{"host", r.env.host},         {"os", r.env.os},   {"cpu", r.env.cpu},       {"cpus", r.env.cpus},
-            {"compiler", r.env.compiler}, {"gpus", gpus},     {"driver", r.env.driver}, {"cuda", r.env.cuda}};
+  ojson env = env_json(r.env);
   ojson artifacts = ojson::array();
   for (const auto& a : r.artifacts)
     artifacts.push_back(ojson{{"path", a.path},
@@ -522,6 +538,42 @@ std::string to_json(const Record& r) {
   for (const auto& p : r.data.profiles.or_empty()) j["profiles"].push_back(profile_json(p));
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+
+namespace {
+
+// The record's `env` (schema 1's GPU names only, too).
+runner::Environment environment_of(const ojson& e) {
+  runner::Environment env;
+  env.host = e.value("host", "");
+  env.os = e.value("os", "");
+  env.cpu = e.value("cpu", "");
+  env.cpus = e.value("cpus", 0u);
+  env.compiler = e.value("compiler", "");
+  for (const auto& g : e.value("gpus", ojson::array())) {
+    runner::Gpu gpu;
+    auto u = [&](const char* k) -> std::optional<unsigned> {
+      return g.contains(k) && g[k].is_number_unsigned() ? std::optional<unsigned>(g[k].get<unsigned>()) : std::nullopt;
+    };
+    if (g.is_string()) {  // schema 1 before the fingerprint: names only
+      gpu.name = g.get<std::string>();
+    } else if (g.is_object()) {
+      gpu.name = g.value("name", "");
+      gpu.uuid = g.value("uuid", "");
+      gpu.driver = g.value("driver", "");
+      gpu.sm_clock_mhz = u("sm_clock_mhz");
+      gpu.mem_clock_mhz = u("mem_clock_mhz");
+      if (g.contains("power_limit_w") && g["power_limit_w"].is_number()) gpu.power_limit_w = g["power_limit_w"].get<double>();
+      gpu.temperature_c = u("temperature_c");
+      gpu.clocks_from = g.value("clocks_from", "");
+    }
+    env.gpus.push_back(std::move(gpu));
+  }
+  env.driver = e.value("driver", "");
+  env.cuda = e.value("cuda", "");
+  return env;
+}
+
+}  // namespace
 
 Record parse_record(std::string_view text, const std::string& name) {
   auto j = ojson::parse(text, nullptr, false);
@@ -593,35 +645,7 @@ Record parse_record(std::string_view text, const std::string& name) {
     if (code.contains("revision") && code["revision"].is_string()) r.code.revision = code["revision"];
     if (j.contains("doc") && j["doc"].is_string()) r.doc = j["doc"];
     if (j.contains("build") && j["build"].is_object()) r.build = build_of(j["build"]);
-    if (j.contains("env") && j["env"].is_object()) {
-      const auto& e = j["env"];
-      r.env.host = e.value("host", "");
-      r.env.os = e.value("os", "");
-      r.env.cpu = e.value("cpu", "");
-      r.env.cpus = e.value("cpus", 0u);
-      r.env.compiler = e.value("compiler", "");
-      for (const auto& g : e.value("gpus", ojson::array())) {
-        runner::Gpu gpu;
-        auto u = [&](const char* k) -> std::optional<unsigned> {
-          return g.contains(k) && g[k].is_number_unsigned() ? std::optional<unsigned>(g[k].get<unsigned>()) : std::nullopt;
-        };
-        if (g.is_string()) {  // schema 1 before the fingerprint: names only
-          gpu.name = g.get<std::string>();
-        } else if (g.is_object()) {
-          gpu.name = g.value("name", "");
-          gpu.uuid = g.value("uuid", "");
-          gpu.driver = g.value("driver", "");
-          gpu.sm_clock_mhz = u("sm_clock_mhz");
-          gpu.mem_clock_mhz = u("mem_clock_mhz");
-          if (g.contains("power_limit_w") && g["power_limit_w"].is_number()) gpu.power_limit_w = g["power_limit_w"].get<double>();
-          gpu.temperature_c = u("temperature_c");
-          gpu.clocks_from = g.value("clocks_from", "");
-        }
-        r.env.gpus.push_back(std::move(gpu));
-      }
-      r.env.driver = e.value("driver", "");
-      r.env.cuda = e.value("cuda", "");
-    }
+    if (j.contains("env") && j["env"].is_object()) r.env = environment_of(j["env"]);
     for (const auto& a : j.value("artifacts", ojson::array())) {
       if (!a.is_object()) continue;
       Artifact art;
