@@ -1,7 +1,6 @@
 #include "gitstore/repository.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,9 +20,6 @@
 #include <git2/sys/repository.h>
 
 #include "gitstore/handles.hpp"
-#include "gitstore/loose_object.hpp"
-#include "gitstore/raw_index.hpp"
-#include "gitstore/raw_tree.hpp"
 #include "util/error.hpp"
 #include "util/files.hpp"
 #include "util/lock.hpp"
@@ -33,9 +29,6 @@ namespace abtrack::gitstore {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A folder's tree object at least this large (~100 entries) is written by raw_tree_with_files.
-constexpr std::size_t kRawTreeMinBytes = 4096;
 
 std::string last_git_message() {
   const git_error* e = git_error_last();
@@ -97,68 +90,6 @@ Tip read_tip(git_repository* repo) {
   return Tip{"HEAD", *git_reference_target(head.get())};
 }
 
-std::optional<std::string> config_string(git_repository* repo, const char* key);
-
-// Replaces the file updates in each large folder of `before` (runs/<experiment>/) by one update
-// of that folder's tree, written by raw_tree_with_files; `folders` keeps the folder paths the new
-// updates point to. A folder it cannot do that for keeps its file updates (libgit2 builds it).
-void put_in_large_folders(git_repository* repo, const TreeView& before, std::vector<git_tree_update>& updates,
-                          std::vector<std::string>& folders) {
-  // The files of each folder, by the folder's path.
-  std::map<std::string, std::vector<std::size_t>> by_folder;
-  for (std::size_t i = 0; i < updates.size(); ++i) {
-    std::string_view path(updates[i].path);
-    if (auto slash = path.rfind('/'); slash != std::string_view::npos) by_folder[std::string(path.substr(0, slash))].push_back(i);
-  }
-  if (by_folder.empty()) return;
-  Odb odb;
-  if (git_repository_odb(odb.out(), repo) != 0) return git_error_clear();
-  const bool shared = config_string(repo, "core.sharedRepository").has_value();
-  std::vector<bool> done(updates.size(), false);
-  std::vector<git_tree_update> folder_updates;
-  folders.reserve(by_folder.size());  // the updates point into these strings: no reallocation
-  for (const auto& [folder, members] : by_folder) {
-    // A file deeper inside the folder would have libgit2 rebuild the folder from the old tree.
-    const std::string prefix = folder + "/";
-    if (std::any_of(updates.begin(), updates.end(), [&](const git_tree_update& u) {
-          std::string_view p(u.path);
-          return p.starts_with(prefix) && p.find('/', prefix.size()) != std::string_view::npos;
-        }))
-      continue;
-    auto raw = before.folder_bytes(folder);  // read once: the step listed it already
-    if (!raw || raw->size() < kRawTreeMinBytes) continue;  // small: libgit2's tree builder costs nothing
-    std::vector<RawBlob> files;
-    for (std::size_t i : members) {
-      RawBlob f;
-      f.name = std::string_view(updates[i].path).substr(folder.size() + 1);
-      std::memcpy(f.id.data(), updates[i].id.id, f.id.size());
-      files.push_back(std::move(f));
-    }
-    auto tree = raw_tree_with_files(*raw, std::move(files));
-    if (!tree) continue;  // something this does not handle: libgit2 does it
-    git_tree_update u{};
-    u.action = GIT_TREE_UPDATE_UPSERT;
-    check_git(git_odb_hash(&u.id, tree->data(), tree->size(), GIT_OBJECT_TREE), "hashing the tree of " + folder);
-    // Stored, not compressed (loose_object.hpp), unless the repository is shared between users
-    // (core.sharedRepository), whose modes libgit2's own writer keeps.
-    if (shared || git_odb_exists(odb.get(), &u.id))
-      check_git(git_odb_write(&u.id, odb.get(), tree->data(), tree->size(), GIT_OBJECT_TREE), "writing the tree of " + folder);
-    else
-      write_stored_loose_object(fs::path(git_repository_commondir(repo)) / "objects", hex(u.id), "tree", *tree);
-    u.filemode = GIT_FILEMODE_TREE;
-    folders.push_back(folder);
-    u.path = folders.back().c_str();
-    folder_updates.push_back(u);
-    for (std::size_t i : members) done[i] = true;
-    util::trace("large folder's tree written from its bytes");
-  }
-  std::vector<git_tree_update> kept;
-  for (std::size_t i = 0; i < updates.size(); ++i)
-    if (!done[i]) kept.push_back(updates[i]);
-  kept.insert(kept.end(), folder_updates.begin(), folder_updates.end());
-  updates = std::move(kept);
-}
-
 git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
   if (!commit_id) return nullptr;
   Commit c;
@@ -186,31 +117,6 @@ void freeze_config(git_repository* repo) {
   Config snapshot;
   if (git_repository_config_snapshot(snapshot.out(), repo) == 0) git_repository_set_config(repo, snapshot.get());
   git_error_clear();
-}
-
-bool config_bool(git_repository* repo, const char* key) {
-  Config cfg;
-  int value = 0;
-  if (git_repository_config_snapshot(cfg.out(), repo) != 0 || git_config_get_bool(&value, cfg.get(), key) != 0) {
-    git_error_clear();
-    return false;
-  }
-  return value != 0;
-}
-
-// A file's stat data as the index keeps it.
-IndexStat index_stat(const struct stat& st) {
-  IndexStat s;
-  s.ctime_s = static_cast<std::uint32_t>(st.st_ctim.tv_sec);
-  s.ctime_ns = static_cast<std::uint32_t>(st.st_ctim.tv_nsec);
-  s.mtime_s = static_cast<std::uint32_t>(st.st_mtim.tv_sec);
-  s.mtime_ns = static_cast<std::uint32_t>(st.st_mtim.tv_nsec);
-  s.dev = static_cast<std::uint32_t>(st.st_dev);
-  s.ino = static_cast<std::uint32_t>(st.st_ino);
-  s.uid = static_cast<std::uint32_t>(st.st_uid);
-  s.gid = static_cast<std::uint32_t>(st.st_gid);
-  s.size = static_cast<std::uint32_t>(st.st_size);
-  return s;
 }
 
 std::optional<std::string> config_string(git_repository* repo, const char* key) {
@@ -260,19 +166,6 @@ std::string short_status(unsigned flags) {
   return std::string{i, w};
 }
 
-// The rest of the open file `fd` (`size` bytes, from fstat) into `out`; false when it reads
-// short or fails.
-bool read_to_end(int fd, std::size_t size, std::string& out) {
-  out.assign(size, '\0');
-  for (std::size_t done = 0; done < out.size();) {
-    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 constexpr unsigned kChanged = ~static_cast<unsigned>(GIT_STATUS_IGNORED) & ~static_cast<unsigned>(GIT_STATUS_CURRENT);
 
 // Whether `path` is one of `paths` or lies in one of its folders (entries ending in '/').
@@ -296,6 +189,21 @@ int retry_while_files_change(const std::function<int()>& scan) {
   return rc;
 }
 
+// What libgit2 could not read in the index, and what to do about it.
+Error index_error(git_repository* repo) {
+  const std::string why = last_git_message();
+  const std::string where = (fs::path(git_repository_path(repo)) / "index").string();
+  if (why.find("'link'") != std::string::npos)
+    return Error(Exit::environment,
+                 fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read", where),
+                 "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
+  return Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why),
+               why.find("checksum") != std::string::npos
+                   ? "the file is damaged (git does not check its checksum when it reads it): `git status` shows what git "
+                     "makes of it, and `git update-index --really-refresh` writes it again from what git read"
+                   : std::string());
+}
+
 }  // namespace
 
 void free_tree(git_tree* tree) {
@@ -308,58 +216,46 @@ void check_git(int rc, const std::string& what) {
 
 // ---- TreeView ----------------------------------------------------------------------------
 
-std::vector<Entry> TreeView::list(const std::string& dir) const {
-  std::vector<Entry> out;
-  auto raw = folder_bytes(dir);
-  if (!raw) return out;
-  // Its entries straight from the object's bytes: libgit2's parsed tree would be a second copy
-  // of a thousand entries, and the commit's large-folder path reads the same bytes.
-  out.reserve(raw->size() / 37);
-  bool ok = for_each_raw_tree_entry(*raw, [&](std::string_view mode, std::string_view name, const std::uint8_t* id) {
-    unsigned m = 0;
-    for (char c : mode) m = m * 8 + static_cast<unsigned>(c - '0');  // octal digits (for_each checked them)
-    if (m == GIT_FILEMODE_TREE || m == GIT_FILEMODE_COMMIT) return;  // folders and submodules: no files
-    Entry& e = out.emplace_back();
-    e.name = name;
-    static constexpr char kDigits[] = "0123456789abcdef";
-    for (int i = 0; i < GIT_OID_RAWSZ; ++i) {
-      e.oid_hex[2 * i] = kDigits[id[i] >> 4];
-      e.oid_hex[2 * i + 1] = kDigits[id[i] & 15];
-    }
-  });
-  if (!ok) throw Error(Exit::environment, fmt::format("reading {}: its tree object is malformed", dir));
-  return out;
-}
-
-std::optional<std::string_view> TreeView::folder_bytes(const std::string& dir) const {
-  auto bytes = [](git_odb_object* o) {
-    return std::string_view(static_cast<const char*>(git_odb_object_data(o)), git_odb_object_size(o));
-  };
-  for (const auto& [name, object] : m_folders)
-    if (name == dir) return bytes(object.get());
-  if (!m_tree) return std::nullopt;
+const git_tree* TreeView::folder(const std::string& dir) const {
+  for (const auto& [name, tree] : m_folders)
+    if (name == dir) return tree.get();
+  if (!m_tree) return nullptr;
   TreeEntry e;
   if (git_tree_entry_bypath(e.out(), m_tree, dir.c_str()) != 0) {
     git_error_clear();
-    return std::nullopt;
+    return nullptr;
   }
-  if (git_tree_entry_type(e.get()) != GIT_OBJECT_TREE) return std::nullopt;
-  Odb odb;
-  check_git(git_repository_odb(odb.out(), m_repo), "opening the object database");
-  git_odb_object* object = nullptr;
-  check_git(git_odb_read(&object, odb.get(), git_tree_entry_id(e.get())), "reading " + dir);
-  m_folders.emplace_back(dir, std::shared_ptr<git_odb_object>(object, git_odb_object_free));
-  return bytes(object);
+  if (git_tree_entry_type(e.get()) != GIT_OBJECT_TREE) return nullptr;
+  git_tree* tree = nullptr;
+  check_git(git_tree_lookup(&tree, m_repo, git_tree_entry_id(e.get())), "reading " + dir);
+  m_folders.emplace_back(dir, std::shared_ptr<git_tree>(tree, git_tree_free));
+  return tree;
+}
+
+std::vector<Entry> TreeView::list(const std::string& dir) const {
+  std::vector<Entry> out;
+  const git_tree* tree = folder(dir);
+  if (!tree) return out;
+  const std::size_t n = git_tree_entrycount(tree);
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+    const git_filemode_t mode = git_tree_entry_filemode(e);
+    if (mode == GIT_FILEMODE_TREE || mode == GIT_FILEMODE_COMMIT) continue;  // folders and submodules: no files
+    Entry& entry = out.emplace_back();
+    entry.name = git_tree_entry_name(e);
+    git_oid_fmt(entry.oid_hex.data(), git_tree_entry_id(e));
+  }
+  return out;
 }
 
 std::vector<std::string> TreeView::folders(const std::string& dir) const {
   std::vector<std::string> out;
-  auto raw = folder_bytes(dir);
-  if (!raw) return out;
-  bool ok = for_each_raw_tree_entry(*raw, [&](std::string_view mode, std::string_view name, const std::uint8_t*) {
-    if (mode == "40000") out.emplace_back(name);
-  });
-  if (!ok) throw Error(Exit::environment, fmt::format("reading {}: its tree object is malformed", dir));
+  const git_tree* tree = folder(dir);
+  for (std::size_t i = 0, n = tree ? git_tree_entrycount(tree) : 0; i < n; ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+    if (git_tree_entry_filemode(e) == GIT_FILEMODE_TREE) out.emplace_back(git_tree_entry_name(e));
+  }
   return out;
 }
 
@@ -392,12 +288,10 @@ Repository::Repository(git_repository* repo) : m_repo(repo) {
   while (wd.size() > 1 && wd.back() == '/') wd.pop_back();
   m_workdir = wd;
 }
-Repository::Repository(Repository&& o) noexcept
-    : m_index(std::move(o.m_index)), m_repo(o.m_repo), m_workdir(std::move(o.m_workdir)) {
+Repository::Repository(Repository&& o) noexcept : m_repo(o.m_repo), m_workdir(std::move(o.m_workdir)) {
   o.m_repo = nullptr;
 }
 Repository& Repository::operator=(Repository&& o) noexcept {
-  std::swap(m_index, o.m_index);
   std::swap(m_repo, o.m_repo);
   std::swap(m_workdir, o.m_workdir);
   return *this;
@@ -450,51 +344,14 @@ Repository Repository::discover(const fs::path& start) {
     throw Error(Exit::environment, "the repository is bare; abtrack needs a work tree");
   }
   freeze_config(repo);
-  // The index, its structure checked from its bytes: when abtrack's reader handles it (versions
-  // 2 and 3, no mandatory extension) it is no split index, and libgit2 reads it only when a
-  // command needs all of it (its parse of every record's entry took ~0.45 ms of a step at 1000
-  // runs); a missing one is an empty index.
-  // Otherwise libgit2 reads it here, so that a split index (git update-index --split-index,
-  // core.splitIndex: the mandatory 'link' extension, which libgit2 1.5 cannot read) is refused
-  // before anything runs, not as a status error later, and an unreadable one is reported.
+  // The index, read here: a split index (git update-index --split-index, core.splitIndex: the
+  // mandatory 'link' extension, which libgit2 1.5 cannot read) or a damaged one is refused
+  // before anything runs, not as a status error later. The repository keeps what libgit2 read,
+  // so a status walk reads the file again only when it has changed.
   Repository out(repo);
-  if (out.refresh_index_bytes() >= 0) return out;
-  git_index* index = nullptr;
-  if (git_repository_index(&index, repo) < 0) {
-    std::string why = last_git_message();
-    std::string where = (fs::path(git_repository_path(repo)) / "index").string();
-    if (why.find("'link'") != std::string::npos)
-      throw Error(Exit::environment, fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read", where),
-                  "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
-    throw Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why));
-  }
-  git_index_free(index);
+  Index index;
+  if (git_repository_index(index.out(), repo) < 0) throw index_error(repo);
   return out;
-}
-
-int Repository::refresh_index_bytes() const {
-  const fs::path path = fs::path(git_repository_path(m_repo)) / "index";
-  util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0) {
-    int err = errno;
-    m_index = IndexBytes{};
-    return err == ENOENT ? 0 : -1;
-  }
-  const std::array<std::int64_t, 7> key{static_cast<std::int64_t>(st.st_dev), static_cast<std::int64_t>(st.st_ino),
-                                        static_cast<std::int64_t>(st.st_size), st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-                                        st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
-  if (!m_index.bytes.empty() && m_index.key == key) return 1;
-  m_index = IndexBytes{};
-  std::string bytes;
-  if (!read_to_end(fd.get(), static_cast<std::size_t>(st.st_size), bytes)) return -1;
-  // The structure only: the trailer's SHA-1 is checked when the bytes are used (a status walk's
-  // copy), or by libgit2 when it reads the index (an index of mostly other files, where a copy
-  // saves nothing, is then hashed once, as before).
-  if (!raw_index_handled(bytes, IndexChecksum::trusted)) return -1;
-  m_index.bytes = std::move(bytes);
-  m_index.key = key;
-  return 1;
 }
 
 std::optional<std::string> Repository::head() const {
@@ -620,16 +477,7 @@ std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& 
   // A path staged under a new top-level folder and since removed from the work tree is in
   // neither of the others.
   Index index;
-  if (git_repository_index(index.out(), m_repo) < 0) {
-    // Opening checked only the index's structure; its trailer is checked here (or by the copy).
-    std::string why = last_git_message();
-    const std::string where = (fs::path(git_repository_path(m_repo)) / "index").string();
-    throw Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why),
-                why.find("checksum") != std::string::npos
-                    ? "the file is damaged (git does not check its checksum when it reads it): `git status` shows what git "
-                      "makes of it, and `git update-index --really-refresh` writes it again from what git read"
-                    : std::string());
-  }
+  if (git_repository_index(index.out(), m_repo) < 0) throw index_error(m_repo);
   for (std::size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) add(git_index_get_byindex(index.get(), i)->path);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(m_workdir, ec)) add(e.path().filename().string());
@@ -667,61 +515,11 @@ void Repository::walk_status(const std::vector<std::string>& paths,
   check_git(rc, "reading the work tree status");
 }
 
-std::shared_ptr<void> Repository::status_index_without(const std::vector<std::string>& leave_out) const {
-  if (leave_out.empty() || config_bool(m_repo, "core.ignorecase")) return nullptr;  // libgit2 sorts such an index its own way
-  if (refresh_index_bytes() <= 0) return nullptr;
-  const IndexBytes& now = m_index;
-  // Worth a copy only when it leaves a good part of the index out: the copy and the trailer's
-  // SHA-1 cost about a quarter of what libgit2's parse of the entries left out would.
-  const IndexCounts counts = raw_index_counts(now.bytes, leave_out);
-  if (counts.under == 0 || 4 * counts.under < counts.entries) return nullptr;
-  // The trailer checked with the copy, once per version of the file; one that does not match (a
-  // torn or corrupt file): libgit2 reads the index and reports it.
-  auto copy = raw_index_without(now.bytes, leave_out, now.checksum_checked ? IndexChecksum::trusted : IndexChecksum::check);
-  if (!copy) return nullptr;
-  m_index.checksum_checked = true;
-  // In memory, as a file libgit2 can open by name, with the index file's modification time.
-  util::UniqueFd fd(::memfd_create("abtrack-status-index", MFD_CLOEXEC));
-  if (!fd) return nullptr;
-  const timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(now.key[3]), static_cast<long>(now.key[4])}};
-  if (util::write_all(fd.get(), *copy) != 0 || ::futimens(fd.get(), times) != 0) return nullptr;
-  // libgit2 takes a path it cannot open for an empty index: it must be there (/proc mounted),
-  // and what libgit2 read must be every entry written.
-  const std::string path = fmt::format("/proc/self/fd/{}", fd.get());
-  const std::size_t kept = counts.entries - counts.under;
-  git_index* index = nullptr;
-  if (::access(path.c_str(), R_OK) != 0 || git_index_open(&index, path.c_str()) < 0 || git_index_entrycount(index) != kept) {
-    if (index) git_index_free(index);
-    git_error_clear();
-    return nullptr;
-  }
-  git_repository_set_index(m_repo, index);
-  // As libgit2 sets up the repository's own index: core.ignorecase, core.filemode, core.symlinks.
-  int caps = git_index_set_caps(index, GIT_INDEX_CAPABILITY_FROM_OWNER);
-  git_index_free(index);  // the repository holds it
-  auto restore = [repo = m_repo, fd = fd.release()](git_repository*) {
-    git_repository_set_index(repo, nullptr);  // the next user of the index reads the file
-    ::close(fd);
-  };
-  std::shared_ptr<void> guard(m_repo, restore);
-  if (caps < 0) {
-    git_error_clear();
-    return nullptr;  // the guard puts the index back
-  }
-  util::trace("status index without the records");
-  return guard;
-}
-
 Repository::Scan Repository::settled_scan(const std::vector<std::string>& watched,
                                           const std::vector<std::string>& leave_out, const PathSet& pass_over) const {
   util::FileLock lock(state_dir() / "commit.lock", std::chrono::seconds(120));
   finish_interrupted_sync();
   Scan scan;
-  // The watched paths must be in the index libgit2 reads.
-  bool watched_outside = std::none_of(watched.begin(), watched.end(), [&](const std::string& w) {
-    return std::any_of(leave_out.begin(), leave_out.end(), [&](const std::string& f) { return w.starts_with(f + "/"); });
-  });
-  auto index = watched_outside ? status_index_without(leave_out) : nullptr;
   walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
     if (std::find(watched.begin(), watched.end(), path) != watched.end()) scan.watched.push_back(PathStatus{path, short_status(flags)});
     else if (!in_path_set(pass_over, path)) scan.other_changes = true;
@@ -732,14 +530,12 @@ Repository::Scan Repository::settled_scan(const std::vector<std::string>& watche
 
 bool Repository::dirty(const std::vector<std::string>& leave_out, const PathSet& pass_over) const {
   bool any = false;
-  auto index = status_index_without(leave_out);
   walk_status(walk_paths(leave_out, {}), [&](const char* path, unsigned) { return any = !in_path_set(pass_over, path); });
   return any;
 }
 
 std::vector<UntrackedFile> Repository::untracked(const std::vector<std::string>& leave_out) const {
   std::vector<UntrackedFile> out;
-  auto index = status_index_without(leave_out);
   walk_status(walk_paths(leave_out, {}), [&](const char* path, unsigned flags) {
     if (!(flags & GIT_STATUS_WT_NEW)) return false;
     struct stat st {};
@@ -1068,9 +864,6 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
       updates.push_back(u);
     }
     util::trace("blobs written");
-    std::vector<std::string> folders;  // owns the paths of folder updates
-    // A removal (rare: `abtrack drop`) leaves the folders to libgit2's tree builder.
-    if (change.removals.empty()) put_in_large_folders(m_repo, view, updates, folders);
     for (const auto& path : change.removals) {
       git_tree_update u{};
       u.action = GIT_TREE_UPDATE_REMOVE;
@@ -1147,33 +940,39 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
 
 void Repository::sync_removals(git_tree* before_tree, const std::vector<std::string>& paths, std::vector<std::string>& kept_edits) const {
   TreeView before(m_repo, before_tree, std::nullopt);
-  Index index;
-  check_git(git_repository_index(index.out(), m_repo), "opening the index");
-  for (int attempt = 1;; ++attempt) {
-    check_git(git_index_read(index.get(), 1), "reading the index");
-    for (const auto& path : paths) {
-      auto previous = before.read(path);
-      if (!previous) continue;
-      git_oid was{};
-      check_git(git_odb_hash(&was, previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
-      const git_index_entry* e = git_index_get_bypath(index.get(), path.c_str(), 0);
-      if (e && git_oid_equal(&e->id, &was)) check_git(git_index_remove(index.get(), path.c_str(), 0), "removing " + path + " from the index");
-    }
-    int rc = git_index_write(index.get());
-    if (rc == 0) break;
-    if (rc != GIT_ELOCKED || attempt >= 100)
-      check_git(rc, fmt::format("updating the index for the removal of {} (`git reset -- {}` re-syncs it)", fmt::join(paths, ", "),
-                                fmt::join(paths, " ")));
-    git_error_clear();
-    backoff(attempt);
-  }
+  struct Removed {
+    const std::string& path;
+    std::string content;  // as the tree before the commit has it
+    git_oid id{};
+  };
+  std::vector<Removed> removed;
   for (const auto& path : paths) {
-    const fs::path file = m_workdir / path;
-    std::error_code ec;
     auto previous = before.read(path);
-    if (!previous || !fs::is_regular_file(fs::symlink_status(file, ec))) continue;
-    if (util::read_file(file) == to_work_tree(path, *previous)) fs::remove(file, ec);
-    else kept_edits.push_back(path);
+    if (!previous) continue;
+    Removed& r = removed.emplace_back(Removed{path, std::move(*previous)});
+    check_git(git_odb_hash(&r.id, r.content.data(), r.content.size(), GIT_OBJECT_BLOB), "hashing " + path);
+  }
+  update_index(
+      [&](git_index* index) {
+        bool changed = false;
+        for (const auto& r : removed) {
+          const git_index_entry* e = git_index_get_bypath(index, r.path.c_str(), 0);
+          if (!e || !git_oid_equal(&e->id, &r.id)) continue;  // staged by the user: theirs
+          check_git(git_index_remove(index, r.path.c_str(), 0), "removing " + r.path + " from the index");
+          changed = true;
+        }
+        return changed;
+      },
+      [&] {
+        return fmt::format("updating the index for the removal of {} (`git reset -- {}` re-syncs it)", fmt::join(paths, ", "),
+                           fmt::join(paths, " "));
+      });
+  for (const auto& r : removed) {
+    const fs::path file = m_workdir / r.path;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(file, ec))) continue;
+    if (util::read_file(file) == to_work_tree(r.path, r.content)) fs::remove(file, ec);
+    else kept_edits.push_back(r.path);
   }
 }
 
@@ -1188,6 +987,27 @@ std::string filtered(git_repository* repo, const std::string& path, const std::s
   std::string converted = rc == 0 && out.ptr ? std::string(out.ptr, out.size) : content;
   git_buf_dispose(&out);
   return converted;
+}
+
+// The index entry of a regular file at `path` holding blob `id`, with the stat data `st` of the
+// file in the work tree; without it (nullptr) all zero, which git takes for a changed file.
+git_index_entry index_entry(const std::string& path, const git_oid& id, const struct stat* st) {
+  git_index_entry e{};
+  if (st) {
+    e.ctime.seconds = static_cast<std::int32_t>(st->st_ctim.tv_sec);
+    e.ctime.nanoseconds = static_cast<std::uint32_t>(st->st_ctim.tv_nsec);
+    e.mtime.seconds = static_cast<std::int32_t>(st->st_mtim.tv_sec);
+    e.mtime.nanoseconds = static_cast<std::uint32_t>(st->st_mtim.tv_nsec);
+    e.dev = static_cast<std::uint32_t>(st->st_dev);
+    e.ino = static_cast<std::uint32_t>(st->st_ino);
+    e.uid = static_cast<std::uint32_t>(st->st_uid);
+    e.gid = static_cast<std::uint32_t>(st->st_gid);
+    e.file_size = static_cast<std::uint32_t>(st->st_size);
+  }
+  e.mode = GIT_FILEMODE_BLOB;
+  e.id = id;
+  e.path = path.c_str();
+  return e;
 }
 }  // namespace
 
@@ -1207,9 +1027,16 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
                                const std::string& commit, std::vector<std::string>& kept_edits) const {
   // Make the index and work tree agree with the commit, for exactly these paths.
   TreeView before(m_repo, before_tree, std::nullopt);
-  std::vector<std::string> synced;
-  std::vector<std::string> index_only;  // kept in the work tree, their index entries follow the commit
-  std::optional<Index> index;           // read only when some path is kept
+  // The index entries are built from what is known: the content committed (its blob id; commits
+  // write every file as a regular blob) and the stat data of the file just written.
+  // git_index_add_bypath would read each file back, hash it and write its blob a second time.
+  std::vector<git_index_entry> written;
+  struct Kept {
+    const std::string& path;
+    git_oid id{};                // what the commit holds
+    std::optional<git_oid> was;  // what the tree before it held
+  };
+  std::vector<Kept> kept;
   for (const auto& [path, content] : files) {
     fs::path file = m_workdir / path;
     std::optional<std::string> current;
@@ -1220,157 +1047,150 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     // commit's text converted is the user's untouched file, not an edit.
     const std::string want = to_work_tree(path, content);
     const auto previous_checked_out = previous ? std::optional<std::string>(to_work_tree(path, *previous)) : std::nullopt;
+    git_oid id{};
+    check_git(git_odb_hash(&id, content.data(), content.size(), GIT_OBJECT_BLOB), "hashing " + path);
     if (current && *current != want && current != previous_checked_out) {
       // Edited while we ran (or a file of the user's where the commit put one): the user's text
-      // wins in the work tree. Its index entry still names the tree before the commit, which
-      // would stage an undo of the commit for the user's next `git commit`; so it follows the
-      // commit, unless the user has staged something of their own for the path.
+      // wins in the work tree (its index entry is seen to below).
       kept_edits.push_back(path);
-      if (!index) {
-        index.emplace();
-        check_git(git_repository_index(index->out(), m_repo), "opening the index");
-        check_git(git_index_read(index->get(), 0), "reading the index");
-      }
-      const git_index_entry* e = git_index_get_bypath(index->get(), path.c_str(), 0);
-      git_oid was{};
-      if (previous) check_git(git_odb_hash(&was, previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
-      if (previous ? e && git_oid_equal(&e->id, &was) : !e) index_only.push_back(path);
+      Kept& k = kept.emplace_back(Kept{path, id, std::nullopt});
+      if (previous) check_git(git_odb_hash(&k.was.emplace(), previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
       continue;
     }
     // git holds the content (the commit is made); the work-tree copy needs no fsync.
     if (current != want) util::write_file_atomic(file, want, util::Durability::ordinary);
-    synced.push_back(path);
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0)
+      throw Error(Exit::environment, fmt::format("cannot stat {} after writing it: {}", path, std::strerror(errno)));
+    written.push_back(index_entry(path, id, &st));
   }
   util::trace("work tree written");
-  synced.insert(synced.end(), index_only.begin(), index_only.end());
-  if (synced.empty()) return;
-  // The index entries are built from what is known: the content committed (its blob id; commits
-  // write every file as a regular blob) and the stat data of the file just written.
-  // git_index_add_bypath would read each file back, hash it and write its blob a second time;
-  // reading the commit's trees back instead costs an inflate of the runs/ tree.
-  std::vector<git_oid> ids(synced.size());
-  for (std::size_t i = 0; i < synced.size(); ++i) {
-    auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == synced[i]; });
-    check_git(git_odb_hash(&ids[i], it->second.data(), it->second.size(), GIT_OBJECT_BLOB), "hashing " + synced[i]);
+  if (written.empty() && kept.empty()) return;
+  std::vector<std::string> index_only;  // kept in the work tree, their index entries follow the commit
+  update_index(
+      [&](git_index* index) {
+        index_only.clear();
+        for (const auto& k : kept) {
+          // A kept file's index entry still names the tree before the commit, which would stage an
+          // undo of the commit for the user's next `git commit`; so it follows the commit, unless
+          // the user has staged something of their own for the path. It gets no stat data: git
+          // sees its size differ, reads it and shows it modified against the commit (` M`), as
+          // any edit of a committed file.
+          const git_index_entry* e = git_index_get_bypath(index, k.path.c_str(), 0);
+          if (k.was ? !e || !git_oid_equal(&e->id, &*k.was) : e != nullptr) continue;
+          const git_index_entry entry = index_entry(k.path, k.id, nullptr);
+          check_git(git_index_add(index, &entry), "adding " + k.path + " to the index");
+          index_only.push_back(k.path);
+        }
+        for (const auto& entry : written) check_git(git_index_add(index, &entry), fmt::format("adding {} to the index", entry.path));
+        return !written.empty() || !index_only.empty();
+      },
+      [&] {
+        std::vector<std::string> synced;
+        for (const auto& entry : written) synced.emplace_back(entry.path);
+        synced.insert(synced.end(), index_only.begin(), index_only.end());
+        return fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)", fmt::join(synced, ", "),
+                           commit.substr(0, 12), fmt::join(synced, " "));
+      });
+}
+
+namespace {
+// git's lock on the index (index.lock), taken as git takes it (created, never opened if it
+// exists) and released (removed) when this goes. libgit2 writes the new index under a name of
+// abtrack's, `next` (through its own "<next>.lock"), which replaces the index while the lock is
+// held: git's own lock protocol, where git renames index.lock itself over the index. `next` is
+// only ever made under abtrack's commit lock, so one found there is a killed abtrack's.
+class IndexLock {
+ public:
+  explicit IndexLock(const fs::path& gitdir)
+      : m_index(gitdir / "index"), m_lock(gitdir / "index.lock"), m_next(gitdir / "abtrack-index") {}
+  IndexLock(const IndexLock&) = delete;
+  IndexLock& operator=(const IndexLock&) = delete;
+  ~IndexLock() {
+    if (!m_held) return;
+    std::error_code ec;
+    fs::remove(m_next, ec);
+    ::unlink(m_lock.c_str());
   }
-  std::vector<RawIndexEntry> entries(synced.size());
-  const std::size_t written = synced.size() - index_only.size();
-  for (std::size_t i = 0; i < synced.size(); ++i) {
-    entries[i].path = synced[i];
-    std::memcpy(entries[i].id.data(), ids[i].id, entries[i].id.size());
-    // A kept file gets no stat data (all zero): git sees its size differ, reads it and shows
-    // it modified against the commit (` M`), as any edit of a committed file.
-    if (i >= written) continue;
-    struct stat st {};
-    if (::lstat((m_workdir / synced[i]).c_str(), &st) != 0)
-      throw Error(Exit::environment, fmt::format("cannot stat {} after writing it: {}", synced[i], std::strerror(errno)));
-    entries[i].stat = index_stat(st);
-  }
-  const std::string what = fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
-                                       fmt::join(synced, ", "), commit.substr(0, 12), fmt::join(synced, " "));
-  for (int attempt = 1;; ++attempt) {
-    IndexWrite rc = IndexWrite::locked;
-    try {
-      rc = write_index_from_bytes(entries);
-      if (rc == IndexWrite::unhandled) rc = write_index_with_libgit2(entries) ? IndexWrite::done : IndexWrite::locked;
-    } catch (Error& e) {
-      throw e.context(what);
+  // Takes the lock; false when another process holds it.
+  bool take() {
+    util::UniqueFd fd(::open(m_lock.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (!fd) {
+      if (errno == EEXIST) return false;
+      throw Error(Exit::environment, fmt::format("cannot create {}: {}", m_lock.string(), std::strerror(errno)));
     }
-    util::trace("index written");
-    if (rc == IndexWrite::done) return;
+    m_held = true;
+    std::error_code ec;
+    fs::remove(m_next, ec);
+    fs::remove(m_next.string() + ".lock", ec);
+    return true;
+  }
+  // A copy of the index at `next`, no file when there is no index yet. The copy's modification
+  // time is the index's, in whole seconds: libgit2 takes an entry whose file changed no earlier
+  // than that for racily clean, and looks at its file again when it writes. It compares
+  // nanoseconds where git compares seconds (Debian's git is built without USE_NSEC), so with
+  // the exact time it would pass over a file changed in the index's second after the index was
+  // written, which git, once the new index is a second newer, would no longer see as changed.
+  const fs::path& copy_index() const {
+    struct stat st {};
+    if (::stat(m_index.c_str(), &st) != 0) {
+      if (errno == ENOENT) return m_next;
+      throw Error(Exit::environment, fmt::format("cannot read {}: {}", m_index.string(), std::strerror(errno)));
+    }
+    std::error_code ec;
+    const timespec times[2] = {{0, UTIME_OMIT}, {st.st_mtim.tv_sec, 0}};
+    if (!fs::copy_file(m_index, m_next, ec) || ::utimensat(AT_FDCWD, m_next.c_str(), times, 0) != 0)
+      throw Error(Exit::environment,
+                  fmt::format("cannot copy {} to {}: {}", m_index.string(), m_next.string(), ec ? ec.message() : std::strerror(errno)));
+    return m_next;
+  }
+  // Puts the index libgit2 wrote at `next` in place.
+  void replace_index() const {
+    if (::rename(m_next.c_str(), m_index.c_str()) != 0)
+      throw Error(Exit::environment, fmt::format("cannot replace {}: {}", m_index.string(), std::strerror(errno)));
+  }
+
+ private:
+  fs::path m_index, m_lock, m_next;
+  bool m_held = false;
+};
+}  // namespace
+
+bool Repository::try_update_index(const std::function<bool(git_index*)>& edit) const {
+  IndexLock lock(git_repository_path(m_repo));
+  if (!lock.take()) return false;
+  Index index;
+  if (git_index_open(index.out(), lock.copy_index().c_str()) < 0) throw index_error(m_repo);
+  // The repository's own index while it is edited: libgit2 takes core.ignorecase, core.filemode
+  // and core.symlinks from its configuration, and, when it writes, looks again at the racily
+  // clean entries' files in the work tree (smudging those that changed), as git does.
+  git_repository_set_index(m_repo, index.get());
+  std::shared_ptr<void> restore(m_repo, [](git_repository* repo) { git_repository_set_index(repo, nullptr); });
+  check_git(git_index_set_caps(index.get(), GIT_INDEX_CAPABILITY_FROM_OWNER), "reading the index's settings");
+  if (!edit(index.get())) return true;
+  check_git(git_index_write(index.get()), "writing the index");
+  lock.replace_index();
+  return true;
+}
+
+void Repository::update_index(const std::function<bool(git_index*)>& edit, const std::function<std::string()>& what) const {
+  for (int attempt = 1;; ++attempt) {
+    bool done = false;
+    try {
+      done = try_update_index(edit);
+    } catch (Error& e) {
+      throw e.context(what());
+    }
+    if (done) {
+      util::trace("index written");
+      return;
+    }
     if (attempt >= 100)
       throw Error(Exit::environment,
-                  fmt::format("{}: {} stayed locked", what, (fs::path(git_repository_path(m_repo)) / "index.lock").string()),
+                  fmt::format("{}: {} stayed locked", what(), (fs::path(git_repository_path(m_repo)) / "index.lock").string()),
                   "if no git process is running, remove that lock file");
     backoff(attempt);
   }
-}
-
-// The usual way: raw_index_with_entries on the index's bytes, under git's lock (index.lock).
-Repository::IndexWrite Repository::write_index_from_bytes(const std::vector<RawIndexEntry>& entries) const {
-  if (config_bool(m_repo, "core.ignorecase")) return IndexWrite::unhandled;  // libgit2 matches paths without case
-  const fs::path index_path = fs::path(git_repository_path(m_repo)) / "index";
-  const fs::path lock_path = index_path.string() + ".lock";
-  int lock = ::open(lock_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (lock < 0) {
-    if (errno == EEXIST) return IndexWrite::locked;
-    throw Error(Exit::environment, fmt::format("cannot create {}: {}", lock_path.string(), std::strerror(errno)));
-  }
-  auto give_up = [&] {
-    ::close(lock);
-    ::unlink(lock_path.c_str());
-  };
-  // The index as it is now (we hold its lock), with its modification time.
-  std::string old;
-  struct stat old_st {};
-  int fd = ::open(index_path.c_str(), O_RDONLY | O_CLOEXEC);
-  const bool read_ok = fd >= 0 && ::fstat(fd, &old_st) == 0 && read_to_end(fd, static_cast<std::size_t>(old_st.st_size), old);
-  if (fd >= 0) ::close(fd);
-  if (!read_ok) {
-    give_up();
-    return IndexWrite::unhandled;  // no index yet (or unreadable): libgit2 makes or reports it
-  }
-  auto still_clean = [&](std::string_view path, std::uint32_t mode, const std::uint8_t* id) {
-    if ((mode & 0170000) != 0100000) return false;  // a link: git looks at it again
-    std::string content;
-    try {
-      content = util::read_file(m_workdir / std::string(path));
-    } catch (const Error&) {
-      return false;
-    }
-    git_oid now;
-    return git_odb_hash(&now, content.data(), content.size(), GIT_OBJECT_BLOB) == 0 && std::memcmp(now.id, id, 20) == 0;
-  };
-  IndexTime mtime{static_cast<std::uint32_t>(old_st.st_mtim.tv_sec), static_cast<std::uint32_t>(old_st.st_mtim.tv_nsec)};
-  auto bytes = raw_index_with_entries(old, mtime, entries, still_clean);
-  if (!bytes) {
-    give_up();
-    return IndexWrite::unhandled;
-  }
-  if (int err = util::write_all(lock, *bytes); err != 0) {
-    give_up();
-    throw Error(Exit::environment, fmt::format("cannot write {}: {}", lock_path.string(), std::strerror(err)));
-  }
-  if (::close(lock) != 0 || ::rename(lock_path.c_str(), index_path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(lock_path.c_str());
-    throw Error(Exit::environment, fmt::format("cannot replace {}: {}", index_path.string(), std::strerror(err)));
-  }
-  util::trace("index written from its bytes");
-  return IndexWrite::done;
-}
-
-// What raw_index_with_entries leaves alone: libgit2 reads, adds and writes. false: locked.
-bool Repository::write_index_with_libgit2(const std::vector<RawIndexEntry>& raw) const {
-  std::vector<git_index_entry> entries(raw.size());
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    const IndexStat& st = raw[i].stat;
-    git_index_entry& e = entries[i];
-    e.ctime.seconds = static_cast<std::int32_t>(st.ctime_s);
-    e.ctime.nanoseconds = st.ctime_ns;
-    e.mtime.seconds = static_cast<std::int32_t>(st.mtime_s);
-    e.mtime.nanoseconds = st.mtime_ns;
-    e.dev = st.dev;
-    e.ino = st.ino;
-    e.mode = GIT_FILEMODE_BLOB;
-    e.uid = st.uid;
-    e.gid = st.gid;
-    e.file_size = st.size;
-    std::memcpy(e.id.id, raw[i].id.data(), raw[i].id.size());
-    e.path = raw[i].path.c_str();
-  }
-  Index index;
-  check_git(git_repository_index(index.out(), m_repo), "opening the index");
-  // force=0: re-read only if the file changed on disk (the status walk has just loaded it).
-  int rc = git_index_read(index.get(), 0);
-  for (std::size_t i = 0; rc == 0 && i < entries.size(); ++i) rc = git_index_add(index.get(), &entries[i]);
-  if (rc == 0) rc = git_index_write(index.get());
-  if (rc == GIT_ELOCKED) {
-    git_error_clear();
-    return false;
-  }
-  check_git(rc, "libgit2");
-  return true;
 }
 
 // Per work tree (a linked worktree has its own index and checkout), unlike state_dir().
