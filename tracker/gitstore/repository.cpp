@@ -52,7 +52,6 @@ void ensure_init() {
   // libgit2's global and thread-local state (its error buffers), so LeakSanitizer stays quiet.
   struct Library {
     Library() {
-      libgit2_overrides_linked();
       git_libgit2_init();
       // What keeps a step flat as runs/<experiment>/ grows to thousands of records:
       // - libgit2 re-hashes every object it reads to check its id; git itself does not (the

@@ -273,33 +273,6 @@ class Repository {
   std::filesystem::path m_workdir;
 };
 
-// How many times libgit2 asked to load CA certificates and was given none (see repository.cpp):
-// 1 once a Repository was opened, when libgit2 is linked statically with the wrappers; else 0.
-int ca_certificate_loads_skipped();
-
-// Seeds of mbedTLS's random generator deferred to its first use (see link_overrides.cpp), and
-// how many of those were performed since: {1, 0} once a Repository was opened, when libgit2 is
-// linked statically with the wrappers (nothing draws from it); else {0, 0}.
-struct DeferredSeeding {
-  int deferred = 0;
-  int performed = 0;
-};
-DeferredSeeding deferred_rng_seeding();
-
-// How many times libgit2 initialised libssh2 and was given a no-op (libssh2 initialises itself
-// when a session is made; see link_overrides.cpp): 1 once a Repository was opened, when libgit2
-// is linked statically with the wrappers; else 0.
-int libssh2_inits_deferred();
-
-// How many whole-file checksums (the index's trailer, config files; never object ids) libgit2
-// had computed by OpenSSL's SHA-1 instead of its collision-detecting one (see
-// link_overrides.cpp): > 0 once a repository's index was read, when libgit2 is linked
-// statically with the wrappers; else 0.
-int fast_file_checksums();
-
-// Defined next to the link-time overrides; called so that the linker takes them (see there).
-void libgit2_overrides_linked();
-
 // Frees a tree (nullptr is fine).
 void free_tree(git_tree* tree);
 
