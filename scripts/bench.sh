@@ -6,7 +6,7 @@
 #   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the step measurement; default 60)
 #   BENCH_KEEP=1 scripts/bench.sh       (keep the temporary folder, e.g. to read the document)
 #   BENCH_PARTS="step read watch"       (the parts to run, below; default all three)
-#   BENCH_OTHER=ABTRACK                 (another abtrack binary, measured beside this one in part 1)
+#   BENCH_OTHER=ABTRACK                 (another abtrack binary, measured beside this one in parts 1, 2)
 #   BENCH_NVML=LIB                      (the watcher's NVML for part 3; default the fake one,
 #                                        build/tests/libfakenvml.so; libnvidia-ml.so.1 on a GPU host)
 #
@@ -23,7 +23,8 @@
 #    adds a third tool, `other`: the same step by another build of abtrack (say, the one before
 #    a change) in the same rounds. Printed: `abtrack check --format md` of that experiment, the
 #    medians with their ratios, and the growth from 10 to 1000 runs (ratios of the medians).
-# 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
+# 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine), and with BENCH_OTHER the
+#    same by the other build.
 # 3. The watcher's cost: `abtrack step` of a command that does ~10 ms of work, 3 invocations
 #    (`repeats: 3`), with the watcher sampling BENCH_NVML and without NVML (ABTRACK_NVML_LIBRARY
 #    naming no file: the watcher finds none and samples nothing), as an abtrack experiment of its
@@ -190,12 +191,16 @@ PY
 fi
 
 if part read; then
+# Each command by this build and, with BENCH_OTHER, by the other (hyperfine runs them in turn).
 for n in 1000 10000; do
   d="$work/svg-$n"
   [ -d "$d" ] || history "$d" "$n"
-  (cd "$d" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
-     -n "status ($n)" "$abtrack -q status" -n "log ($n)" "$abtrack -q log" \
-     -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify") >/dev/null
+  cmds=()
+  for c in status log render verify; do
+    cmds+=(-n "$c ($n)" "$abtrack -q $c")
+    if [ -n "$other" ]; then cmds+=(-n "$c ($n), other" "$other -q $c"); fi
+  done
+  (cd "$d" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" "${cmds[@]}") >/dev/null
 done
 
 python3 - "$out" <<'PY'
