@@ -22,7 +22,8 @@
 #    repository back to its history afterwards (untimed), so "10 runs" stays 10. BENCH_OTHER
 #    adds a third tool, `other`: the same step by another build of abtrack (say, the one before
 #    a change) in the same rounds. Printed: `abtrack check --format md` of that experiment, the
-#    medians with their ratios, and the growth from 10 to 1000 runs (ratios of the medians).
+#    medians with their ratios, the growth from 10 to 1000 runs (ratios of the medians), and
+#    with BENCH_OTHER this build against the other paired by round.
 # 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine), and with BENCH_OTHER the
 #    same by the other build.
 # 3. The watcher's cost: `abtrack step` of a command that does ~10 ms of work, 3 invocations
@@ -188,6 +189,26 @@ print("\n| growth, 1000 runs / 10 runs (ratio of the medians) | plot | plot: fal
 for tool in tools:
     row(tool, [f"{rows[(tool, '1000', p)] / rows[(tool, '10', p)]:.2f}x" for p in ("svg", "none")])
 PY
+if [ -n "$other" ]; then
+  # abtrack against the other build paired by round: each round runs every cell once, so a
+  # cell's n-th runs of the two builds share a round. The median of the per-round ratios, with
+  # the distribution-free 95% interval of a median (order statistics of the binomial).
+  (cd "$work/measure" && "$abtrack" -q export --format json) >"$out/runs.json"
+  python3 - "$out/runs.json" <<'PY'
+import json, math, sys
+runs = {}
+for r in json.load(open(sys.argv[1])):
+    runs.setdefault((r["tool"], str(r["history"]), r["plot"]), []).append(r["ms"])
+arms = [("10", "svg"), ("10", "none"), ("1000", "svg"), ("1000", "none"), ("10000", "svg")]
+print("\n| abtrack ÷ other, paired by round | median [95% CI] |\n| --- | ---: |")
+for h, p in arms:
+    ratios = sorted(a / b for a, b in zip(runs[("abtrack", h, p)], runs[("other", h, p)]))
+    n = len(ratios)
+    k = max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)))
+    med = (ratios[(n - 1) // 2] + ratios[n // 2]) / 2
+    print(f"| {h} runs{'' if p == 'svg' else ', plot: false'} | {med:.2f}x [{ratios[k]:.2f}, {ratios[n - 1 - k]:.2f}] |")
+PY
+fi
 fi
 
 if part read; then
