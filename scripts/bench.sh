@@ -6,21 +6,26 @@
 #   BENCH_ROUNDS=N scripts/bench.sh     (rounds of the step measurement; default 60)
 #   BENCH_KEEP=1 scripts/bench.sh       (keep the temporary folder, e.g. to read the document)
 #   BENCH_PARTS="step read watch"       (the parts to run, below; default all three)
+#   BENCH_OTHER=ABTRACK                 (another abtrack binary, measured beside this one in parts 1, 2)
 #   BENCH_NVML=LIB                      (the watcher's NVML for part 3; default the fake one,
 #                                        build/tests/libfakenvml.so; libnvidia-ml.so.1 on a GPU host)
 #
 # 1. One bookkeeping step: `abtrack step` on a trivial command against a shell script doing the
 #    same with the git CLI (the newest record copied into runs/bench/ as the next run, a line
 #    appended to the experiment's document, `git add` both, `git commit`), in repositories with
-#    10 and 1000 runs of history, with the plot and without (`plot: false`). The measurement is
-#    itself an abtrack experiment, in a repository of its own beside the measured ones: cells
-#    tool x history x plot, baseline tool=gitcli, run with `abtrack run --rounds N` (each round
-#    runs the 8 cells once, in a shuffled order), so every abtrack cell is compared with the git
-#    CLI in the same repository paired by round (docs/statistics.md). Each run times one step and
-#    puts the measured repository back to its history afterwards (untimed), so "10 runs" stays
-#    10. Printed: `abtrack check --format md` of that experiment, and the growth from 10 to 1000
-#    runs as a ratio of the pooled medians.
-# 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine).
+#    10 and 1000 runs of history, with the plot and without (`plot: false`), and with 10,000 runs
+#    (~10,000 files) with the plot. The measurement is itself an abtrack experiment, in a
+#    repository of its own beside the measured ones: cells tool x history x plot, baseline
+#    tool=gitcli, run with `abtrack run --rounds N` (each round runs every cell once, in a
+#    shuffled order), so every abtrack cell is compared with the git CLI in the same repository
+#    paired by round (docs/statistics.md). Each run times one step and puts the measured
+#    repository back to its history afterwards (untimed), so "10 runs" stays 10. BENCH_OTHER
+#    adds a third tool, `other`: the same step by another build of abtrack (say, the one before
+#    a change) in the same rounds. Printed: `abtrack check --format md` of that experiment, the
+#    medians with their ratios, the growth from 10 to 1000 runs (ratios of the medians), and
+#    with BENCH_OTHER this build against the other paired by round.
+# 2. status, log, render, verify at 1000 and 10,000 runs (hyperfine), and with BENCH_OTHER the
+#    same by the other build.
 # 3. The watcher's cost: `abtrack step` of a command that does ~10 ms of work, 3 invocations
 #    (`repeats: 3`), with the watcher sampling BENCH_NVML and without NVML (ABTRACK_NVML_LIBRARY
 #    naming no file: the watcher finds none and samples nothing), as an abtrack experiment of its
@@ -41,7 +46,12 @@ rounds=${BENCH_ROUNDS:-60}
 parts=" ${BENCH_PARTS:-step read watch} "
 part() { [[ $parts == *" $1 "* ]]; }
 nvml=${BENCH_NVML:-$build/tests/libfakenvml.so}
+other=${BENCH_OTHER:-}
 [ -x "$abtrack" ] || { echo "bench: build abtrack first ($abtrack)" >&2; exit 2; }
+if [ -n "$other" ]; then
+  other=$(cd "$(dirname "$other")" && pwd)/$(basename "$other")
+  [ -x "$other" ] || { echo "bench: BENCH_OTHER is not an executable ($other)" >&2; exit 2; }
+fi
 if part read; then
   command -v hyperfine >/dev/null || { echo "bench: hyperfine is missing (apt-get install hyperfine)" >&2; exit 2; }
 fi
@@ -92,6 +102,7 @@ set -eu
 cd "$(dirname "$0")/$3-$2"
 case $1 in
   abtrack) step=("$ABTRACK" -q step --cell variant=a,batch=1) ;;
+  other) step=("$OTHER" -q step --cell variant=a,batch=1) ;;
   gitcli) step=(../git-step.sh) ;;
   *) echo "time-step.sh: unknown tool $1" >&2; exit 2 ;;
 esac
@@ -105,13 +116,24 @@ SH
 chmod +x "$work/git-step.sh" "$work/time-step.sh"
 
 if part step; then
-# The measured repositories: svg-N with the plot, none-N with `plot: false`.
-for n in 10 1000; do
+tools="gitcli abtrack${other:+ other}"
+# The measured repositories: svg-N with the plot, none-N with `plot: false` (not at 10,000 runs).
+for n in 10 1000 10000; do
   history "$work/svg-$n" "$n"
+  git -C "$work/svg-$n" update-ref refs/bench/base HEAD
+  [ "$n" = 10000 ] && continue
   history "$work/none-$n" "$n"
   (cd "$work/none-$n" && printf 'plot: false\n' >>abtrack.yaml && git commit -qam "plan: plot: false")
-  for p in svg none; do git -C "$work/$p-$n" update-ref refs/bench/base HEAD; done
+  git -C "$work/none-$n" update-ref refs/bench/base HEAD
 done
+# Three untimed steps of every cell before the first round (caches, page cache).
+cat >"$work/warm-up.sh" <<SH
+#!/bin/sh
+for i in 1 2 3; do for t in $tools; do for r in svg-10 none-10 svg-1000 none-1000 svg-10000; do
+  "$work/time-step.sh" "\$t" "\${r#*-}" "\${r%-*}" >/dev/null || exit 1
+done; done; done
+SH
+chmod +x "$work/warm-up.sh"
 
 # The measuring experiment, in a repository of its own.
 git init -q -b main "$work/measure"
@@ -122,25 +144,23 @@ doc: STEP.md
 title: "One bookkeeping step: abtrack against the git CLI"
 what: >-
   abtrack step on a trivial command, and a shell script doing the same bookkeeping with the git
-  CLI, in repositories of 10 and 1000 runs, with the plot and without.
+  CLI, in repositories of 10 and 1000 runs, with the plot and without, and of 10,000 runs.
 why: >-
-  A step's bookkeeping should cost less than the git CLI's own commit of the same files, and
+  A step's bookkeeping should cost little beside the git CLI's own commit of the same files, and
   grow little with the history.
 how: >-
   Each run times one step in a measured repository (a repository of its own, beside this one)
-  and resets that repository to its history afterwards, untimed. abtrack run --rounds runs the 8
-  cells once per round in a shuffled order, so each abtrack cell is compared with the git CLI
+  and resets that repository to its history afterwards, untimed. abtrack run --rounds runs every
+  cell once per round in a shuffled order, so each abtrack cell is compared with the git CLI
   paired by round.
 axes:
-  tool: [gitcli, abtrack]
-  history: [10, 1000]
+  tool: [${tools// /, }]
+  history: [10, 1000, 10000]
   plot: [svg, none]
+exclude: [{history: 10000, plot: none}]
 baseline: {tool: gitcli}
-# Three untimed steps of every cell before the first round (caches, page cache).
-setup: >-
-  for i in 1 2 3; do for t in gitcli abtrack; do for h in 10 1000; do for p in svg none;
-  do $work/time-step.sh \$t \$h \$p >/dev/null || exit 1; done; done; done; done
-env: {ABTRACK: $abtrack}
+setup: $work/warm-up.sh
+env: {ABTRACK: $abtrack, OTHER: "$other"}
 command: $work/time-step.sh {tool} {history} {plot}
 metrics:
   ms: {json: ms, better: lower, unit: ms}
@@ -151,23 +171,57 @@ YAML
 echo
 (cd "$work/measure" && "$abtrack" -q check --format md) || true
 (cd "$work/measure" && "$abtrack" -q export --cells --format json) >"$out/cells.json"
-python3 - "$out/cells.json" <<'PY'
+python3 - "$out/cells.json" $tools <<'PY'
 import json, sys
 rows = {(r["tool"], str(r["history"]), r["plot"]): r["ms"] for r in json.load(open(sys.argv[1]))}
+tools = sys.argv[2:]
+arms = [("10", "svg"), ("10", "none"), ("1000", "svg"), ("1000", "none"), ("10000", "svg")]
+def row(name, values):
+    print(f"| {name} | " + " | ".join(values) + " |")
+print()
+row("median step", [f"{h} runs{'' if p == 'svg' else ', plot: false'}" for h, p in arms])
+print("| --- |" + " ---: |" * len(arms))
+for tool in tools:
+    row(tool, [f"{rows[(tool, h, p)]:.1f} ms" for h, p in arms])
+for a, b in [(t, "gitcli") for t in tools[1:]] + ([("abtrack", "other")] if "other" in tools else []):
+    row(f"{a} ÷ {b}", [f"{rows[(a, h, p)] / rows[(b, h, p)]:.2f}x" for h, p in arms])
 print("\n| growth, 1000 runs / 10 runs (ratio of the medians) | plot | plot: false |\n| --- | ---: | ---: |")
-for tool in ("abtrack", "gitcli"):
-    cols = [f"{rows[(tool, '1000', p)] / rows[(tool, '10', p)]:.2f}x" for p in ("svg", "none")]
-    print(f"| {tool} | {cols[0]} | {cols[1]} |")
+for tool in tools:
+    row(tool, [f"{rows[(tool, '1000', p)] / rows[(tool, '10', p)]:.2f}x" for p in ("svg", "none")])
 PY
+if [ -n "$other" ]; then
+  # abtrack against the other build paired by round: each round runs every cell once, so a
+  # cell's n-th runs of the two builds share a round. The median of the per-round ratios, with
+  # the distribution-free 95% interval of a median (order statistics of the binomial).
+  (cd "$work/measure" && "$abtrack" -q export --format json) >"$out/runs.json"
+  python3 - "$out/runs.json" <<'PY'
+import json, math, sys
+runs = {}
+for r in json.load(open(sys.argv[1])):
+    runs.setdefault((r["tool"], str(r["history"]), r["plot"]), []).append(r["ms"])
+arms = [("10", "svg"), ("10", "none"), ("1000", "svg"), ("1000", "none"), ("10000", "svg")]
+print("\n| abtrack ÷ other, paired by round | median [95% CI] |\n| --- | ---: |")
+for h, p in arms:
+    ratios = sorted(a / b for a, b in zip(runs[("abtrack", h, p)], runs[("other", h, p)]))
+    n = len(ratios)
+    k = max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)))
+    med = (ratios[(n - 1) // 2] + ratios[n // 2]) / 2
+    print(f"| {h} runs{'' if p == 'svg' else ', plot: false'} | {med:.2f}x [{ratios[k]:.2f}, {ratios[n - 1 - k]:.2f}] |")
+PY
+fi
 fi
 
 if part read; then
+# Each command by this build and, with BENCH_OTHER, by the other (hyperfine runs them in turn).
 for n in 1000 10000; do
   d="$work/svg-$n"
   [ -d "$d" ] || history "$d" "$n"
-  (cd "$d" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" \
-     -n "status ($n)" "$abtrack -q status" -n "log ($n)" "$abtrack -q log" \
-     -n "render ($n)" "$abtrack -q render" -n "verify ($n)" "$abtrack -q verify") >/dev/null
+  cmds=()
+  for c in status log render verify; do
+    cmds+=(-n "$c ($n)" "$abtrack -q $c")
+    if [ -n "$other" ]; then cmds+=(-n "$c ($n), other" "$other -q $c"); fi
+  done
+  (cd "$d" && hyperfine -N --warmup 2 --runs 20 --export-json "$out/read-$n.json" "${cmds[@]}") >/dev/null
 done
 
 python3 - "$out" <<'PY'

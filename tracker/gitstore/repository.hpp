@@ -2,6 +2,8 @@
 // Everything abtrack does with git, through libgit2 (the only user of it). Knows nothing of
 // plans: it commits files on HEAD with compare-and-swap, snapshots the work tree, reads trees
 // and history.
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -12,11 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "gitstore/raw_index.hpp"
-
 struct git_repository;
 struct git_tree;
-struct git_odb_object;
+struct git_index;
 
 namespace abtrack::gitstore {
 
@@ -41,9 +41,6 @@ class TreeView {
   std::optional<std::string> read(const std::string& path) const;
   // The content of a blob. Throws Error(environment).
   std::string read_blob(std::string_view oid) const;
-  // The tree object of the folder `dir` as git stores it (raw_tree.hpp reads it), or nullopt when
-  // there is no such folder. Read once per view: list() and the commit built on this view share it.
-  std::optional<std::string_view> folder_bytes(const std::string& dir) const;
   // The names of the folders directly inside `dir` ("runs"), sorted; empty when there is none.
   std::vector<std::string> folders(const std::string& dir) const;
 
@@ -51,7 +48,9 @@ class TreeView {
   git_repository* m_repo;
   git_tree* m_tree;  // nullptr: empty
   std::optional<std::string> m_commit;
-  mutable std::vector<std::pair<std::string, std::shared_ptr<git_odb_object>>> m_folders;
+  // The tree of the folder `dir`, nullptr when there is none; looked up once per view.
+  const git_tree* folder(const std::string& dir) const;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<git_tree>>> m_folders;
 };
 
 // What one commit adds: files (repo-relative path -> content) and its message.
@@ -241,11 +240,15 @@ class Repository {
   // `content` as a checkout writes it at `path` (line-ending conversion and the other filters
   // .gitattributes and core.autocrlf ask for); itself when none applies.
   std::string to_work_tree(const std::string& path, const std::string& content) const;
-  // The index entries of paths a commit wrote (sync_checkout): from the index's bytes when
-  // raw_index_with_entries handles it, else through libgit2.
-  enum class IndexWrite { done, locked, unhandled };
-  IndexWrite write_index_from_bytes(const std::vector<RawIndexEntry>& entries) const;
-  bool write_index_with_libgit2(const std::vector<RawIndexEntry>& entries) const;
+  // Calls `edit` with the index as it is under git's lock (index.lock, taken first, as git does)
+  // and, when it returns true (it changed something), has libgit2 write the result, which
+  // replaces the index while the lock is held: a git command of the user's waits for the lock
+  // or sees the index before or after, and nothing it wrote is lost. Retries while another
+  // process holds the lock; then, or when the index cannot be read or written, throws
+  // Error(environment) in the context `what()` names.
+  void update_index(const std::function<bool(git_index*)>& edit, const std::function<std::string()>& what) const;
+  // One attempt of update_index: false when index.lock is taken.
+  bool try_update_index(const std::function<bool(git_index*)>& edit) const;
   // A process killed between moving the ref and syncing the checkout leaves a marker naming
   // the commit and its paths; the next commit or settled_scan (under the commit lock)
   // finishes that sync, so the user never sees the run as staged-reverted. The marker also
@@ -266,54 +269,9 @@ class Repository {
   // Calls `fn(path, flags)` for each changed path among `paths` (exact paths or folders, no
   // pattern matching) until it returns true.
   void walk_status(const std::vector<std::string>& paths, const std::function<bool(const char*, unsigned)>& fn) const;
-  // While the returned object lives, libgit2 reads, in place of the index, a copy without the
-  // entries under the top-level folders `leave_out` (see repository.cpp); nullptr when it reads
-  // the index itself.
-  std::shared_ptr<void> status_index_without(const std::vector<std::string>& leave_out) const;
-  // The index file's bytes as read when the repository was opened (or last read for a status
-  // walk), their structure checked, and the stat data that name that version of the file: git
-  // replaces the file whole, never in place. Empty when abtrack's reader does not handle the index.
-  struct IndexBytes {
-    std::string bytes;
-    std::array<std::int64_t, 7> key{};  // device, inode, size, mtime and ctime (s, ns)
-    bool checksum_checked = false;      // the trailer too (once a status walk needed it)
-  };
-  mutable IndexBytes m_index;
-  // Makes m_index the index file as it is now: read again and its structure checked unless the
-  // file is the version it holds. 1: m_index holds it (raw_index_without handles its structure);
-  // 0: there is no index file; -1: unreadable, or not an index raw_index_without handles
-  // (m_index emptied).
-  int refresh_index_bytes() const;
   git_repository* m_repo = nullptr;
   std::filesystem::path m_workdir;
 };
-
-// How many times libgit2 asked to load CA certificates and was given none (see repository.cpp):
-// 1 once a Repository was opened, when libgit2 is linked statically with the wrappers; else 0.
-int ca_certificate_loads_skipped();
-
-// Seeds of mbedTLS's random generator deferred to its first use (see link_overrides.cpp), and
-// how many of those were performed since: {1, 0} once a Repository was opened, when libgit2 is
-// linked statically with the wrappers (nothing draws from it); else {0, 0}.
-struct DeferredSeeding {
-  int deferred = 0;
-  int performed = 0;
-};
-DeferredSeeding deferred_rng_seeding();
-
-// How many times libgit2 initialised libssh2 and was given a no-op (libssh2 initialises itself
-// when a session is made; see link_overrides.cpp): 1 once a Repository was opened, when libgit2
-// is linked statically with the wrappers; else 0.
-int libssh2_inits_deferred();
-
-// How many whole-file checksums (the index's trailer, config files; never object ids) libgit2
-// had computed by OpenSSL's SHA-1 instead of its collision-detecting one (see
-// link_overrides.cpp): > 0 once a repository's index was read, when libgit2 is linked
-// statically with the wrappers; else 0.
-int fast_file_checksums();
-
-// Defined next to the link-time overrides; called so that the linker takes them (see there).
-void libgit2_overrides_linked();
 
 // Frees a tree (nullptr is fine).
 void free_tree(git_tree* tree);

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "gitstore/handles.hpp"
+#include "gitstore/internal.hpp"
 #include "gitstore/repository.hpp"
 #include "util/error.hpp"
 #include "util/files.hpp"
@@ -17,23 +17,6 @@ namespace abtrack::gitstore {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string git_message() {
-  const git_error* e = git_error_last();
-  return e && e->message ? e->message : "unknown libgit2 error";
-}
-
-git_oid oid_of(const std::string& hex) {
-  git_oid oid;
-  check_git(git_oid_fromstr(&oid, hex.c_str()), "parsing object id " + hex);
-  return oid;
-}
-
-std::string hex_of(const git_oid& oid) {
-  char buf[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buf, sizeof buf, &oid);
-  return buf;
-}
 
 // The repository whose git dir or work tree is `path` itself (never one above it); nullptr when none.
 git_repository* open_exact(const fs::path& path) {
@@ -195,7 +178,7 @@ void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs
     if (!source.get())
       throw Error(Exit::environment,
                   fmt::format("submodule '{}' ({}) at {}: no copy of it in this repository has that commit{}", s.name, shown,
-                              hex_of(s.id).substr(0, 12), s.url.empty() ? "" : fmt::format(" (its URL: {})", s.url)),
+                              hex(s.id).substr(0, 12), s.url.empty() ? "" : fmt::format(" (its URL: {})", s.url)),
                   "abtrack takes a submodule from .git/modules/, from its folder in your work tree or from a URL that is a local "
                   "path, and never fetches: run `git submodule update --init --recursive` in your repository, then run again");
     const fs::path target = workdir / s.path;
@@ -206,7 +189,7 @@ void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs
     const std::string from = git_repository_path(source.get());
     Repo sub;
     if (git_clone(sub.out(), from.c_str(), target.c_str(), &opts) < 0 || git_repository_set_head_detached(sub.get(), &s.id) < 0)
-      throw Error(Exit::environment, fmt::format("submodule '{}' ({}): cannot clone it from {}: {}", s.name, shown, from, git_message()));
+      throw Error(Exit::environment, fmt::format("submodule '{}' ({}): cannot clone it from {}: {}", s.name, shown, from, last_git_message()));
     git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
     co.checkout_strategy = GIT_CHECKOUT_FORCE;
     check_git(git_checkout_head(sub.get(), &co), fmt::format("checking out submodule '{}' ({})", s.name, shown));
@@ -234,7 +217,7 @@ void Repository::prune_worktree(const std::string& name) const {
 }
 
 std::vector<std::string> Repository::add_worktree(const std::string& name, const fs::path& dir, const std::string& commit) const {
-  git_oid id = oid_of(commit);
+  git_oid id = parse_oid(commit);
   Commit target;
   check_git(git_commit_lookup(target.out(), m_repo, &id), "reading the commit " + commit);
   prune_worktree(name);
@@ -254,7 +237,7 @@ std::vector<std::string> Repository::add_worktree(const std::string& name, const
   Repo work;
   if (git_worktree_add(wt.out(), m_repo, name.c_str(), dir.c_str(), &opts) < 0 ||
       git_repository_open(work.out(), dir.c_str()) < 0 || git_repository_set_head_detached(work.get(), &id) < 0) {
-    std::string why = git_message();
+    std::string why = last_git_message();
     drop_branch();
     throw Error(Exit::environment, fmt::format("cannot make a work tree of {} at {}: {}", commit.substr(0, 12), dir.string(), why));
   }
@@ -277,11 +260,11 @@ std::optional<std::string> Repository::worktree_head(const fs::path& dir) const 
     git_error_clear();
     return std::nullopt;
   }
-  return hex_of(id);
+  return hex(id);
 }
 
 void Repository::move_worktree(const fs::path& dir, const std::string& commit) const {
-  git_oid id = oid_of(commit);
+  git_oid id = parse_oid(commit);
   Repo work;
   check_git(git_repository_open(work.out(), dir.c_str()), "opening the work tree " + dir.string());
   Commit target;
