@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cli/revisions.hpp"
+#include "experiment/revisions.hpp"
 #include "plan/load.hpp"
 
 using namespace abtrack;

@@ -27,10 +27,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/code_identity.hpp"
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
-#include "cli/revision_run.hpp"
+#include "experiment/code_identity.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/revision_run.hpp"
 #include "stats/bisect.hpp"
 #include "stats/paired.hpp"
 #include "util/files.hpp"

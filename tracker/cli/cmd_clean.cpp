@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "cli/code_identity.hpp"
 #include "cli/commands.hpp"
-#include "cli/revisions.hpp"
+#include "experiment/code_identity.hpp"
+#include "experiment/revisions.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::cli {

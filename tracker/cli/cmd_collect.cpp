@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/record.hpp"
 #include "runner/environment.hpp"
 #include "runner/slurm.hpp"

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
 #include "doc/plot.hpp"
+#include "experiment/commit_run.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/text.hpp"

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
 #include "cli/progress.hpp"
-#include "cli/revision_run.hpp"
-#include "cli/rounds.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/revision_run.hpp"
+#include "experiment/rounds.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
 #include "runner/run.hpp"

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 
 namespace abtrack::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "runner/run.hpp"
 #include "util/process.hpp"
 

@@ -1,4 +1,4 @@
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 
 #include <unistd.h>
 

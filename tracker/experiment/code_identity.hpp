@@ -6,7 +6,7 @@
 // whatever commits lie between them.
 #include <optional>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "gitstore/repository.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"

@@ -2,9 +2,9 @@
 // Turning a measured run into its record, its document update and its one commit.
 #include <string>
 
-#include "cli/code_identity.hpp"
-#include "cli/context.hpp"
-#include "cli/revisions.hpp"
+#include "experiment/code_identity.hpp"
+#include "experiment/context.hpp"
+#include "experiment/revisions.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 

@@ -1,4 +1,4 @@
-#include "cli/rounds.hpp"
+#include "experiment/rounds.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "stats/compare.hpp"
 #include "stats/paired.hpp"

@@ -1,4 +1,4 @@
-#include "cli/revision_run.hpp"
+#include "experiment/revision_run.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
 #include "util/process.hpp"

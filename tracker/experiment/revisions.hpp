@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/lock.hpp"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "plan/plan.hpp"
 #include "runner/run.hpp"
 

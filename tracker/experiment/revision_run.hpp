@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/revisions.hpp"
-#include "cli/rounds.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/context.hpp"
+#include "experiment/revisions.hpp"
+#include "experiment/rounds.hpp"
+#include "experiment/scheduler.hpp"
 
 namespace abtrack::cli {
 

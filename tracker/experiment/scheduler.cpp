@@ -1,4 +1,4 @@
-#include "cli/scheduler.hpp"
+#include "experiment/scheduler.hpp"
 
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/commit_run.hpp"
 #include "cli/progress.hpp"
+#include "experiment/commit_run.hpp"
 #include "record/compare.hpp"
 #include "runner/slurm.hpp"
 #include "util/lock.hpp"

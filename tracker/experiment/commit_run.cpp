@@ -1,6 +1,6 @@
-#include "cli/commit_run.hpp"
+#include "experiment/commit_run.hpp"
 
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,9 +16,9 @@
 #include "doc/render.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
-#include "util/text.hpp"
 #include "util/files.hpp"
 #include "util/journal.hpp"
+#include "util/text.hpp"
 #include "util/trace.hpp"
 #include "util/version.hpp"
 

@@ -1,4 +1,4 @@
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 
 #include <algorithm>
 #include <set>

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/revisions.hpp"
+#include "experiment/context.hpp"
+#include "experiment/revisions.hpp"
 #include "runner/run.hpp"
 #include "util/error.hpp"
 #include "util/process.hpp"

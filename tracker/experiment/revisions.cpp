@@ -1,4 +1,4 @@
-#include "cli/revisions.hpp"
+#include "experiment/revisions.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 #include "util/files.hpp"
 #include "util/lock.hpp"
 #include "util/process.hpp"
