@@ -19,10 +19,10 @@ int cmd_collect(const Args& args) {
     else unknown_argument("collect", args.rest[i], {"--wait"});
   }
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
-  preflight(ctx);
-  recover_journal(ctx);
-  auto r = collect_submissions(ctx, args.global, wait ? 1e9 : 0);
+  experiment::Context ctx = experiment::open_context(args.global);
+  experiment::preflight(ctx);
+  experiment::recover_journal(ctx);
+  auto r = experiment::collect_submissions(ctx, args.global, wait ? 1e9 : 0);
   if (r.waiting > 0)
     info(args.global, fmt::format("{} run{} committed; {} task{} still pending or running", r.committed, r.committed == 1 ? "" : "s",
                                   r.waiting, r.waiting == 1 ? "" : "s"));

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/args.hpp"
+#include "cli/progress.hpp"
 #include "experiment/context.hpp"
 
 namespace abtrack::cli {

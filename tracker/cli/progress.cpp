@@ -47,6 +47,12 @@ std::string fit(const std::string& s, std::size_t columns) {
 
 }  // namespace
 
+void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
+
+void info(const GlobalOptions& g, const std::string& message) {
+  if (!g.quiet) fmt::print(stderr, "abtrack: {}\n", message);
+}
+
 bool colour_enabled(int fd) {
   const char* no = std::getenv("NO_COLOR");
   if (no && *no) return false;

@@ -8,11 +8,17 @@
 #include <string>
 #include <thread>
 
-#include "experiment/context.hpp"
+#include "cli/args.hpp"
+#include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/process.hpp"
 
 namespace abtrack::cli {
+
+// Prints "abtrack: warning: ..." to stderr.
+void warn(const std::string& message);
+// Prints a progress/info line to stderr unless quiet.
+void info(const GlobalOptions& g, const std::string& message);
 
 // Whether output to `fd` may be coloured: a terminal, NO_COLOR unset (or empty) and TERM not "dumb".
 bool colour_enabled(int fd);

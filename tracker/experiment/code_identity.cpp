@@ -1,5 +1,7 @@
 #include "experiment/code_identity.hpp"
 
+#include "cli/progress.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -13,7 +15,7 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 namespace {
 
@@ -117,7 +119,7 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
                                         code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
       tree_of = code.snapshot;
     } catch (const Error& e) {
-      warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
+      cli::warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
       return code;
     }
   }
@@ -220,7 +222,7 @@ std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell
   if (!std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) {
     warned.insert(lines.begin(), lines.end());
     std::vector<std::string> named(confirmed.begin(), confirmed.begin() + std::min<std::size_t>(confirmed.size(), 5));
-    warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
+    cli::warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
                      "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
                      "`git status`, add to .gitignore:\n  {}",
                      fmt::join(named, ", "),
@@ -242,4 +244,4 @@ record::Code without_outputs(const Context& ctx, record::Code code) {
   return code;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -11,7 +11,7 @@
 #include "record/record.hpp"
 #include "runner/run.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // The paths that are not code, for the plan in HEAD: `runs/`, this plan's document and plot,
 // the documents and plots the other experiments' newest records name, the plan's declared
@@ -40,4 +40,4 @@ std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell
 // tree without the data paths as they are now, and no snapshot at all when only outputs made it.
 record::Code without_outputs(const Context& ctx, record::Code code);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,5 +1,7 @@
 #include "experiment/commit_run.hpp"
 
+#include "cli/progress.hpp"
+
 #include "experiment/code_identity.hpp"
 
 #include <algorithm>
@@ -22,7 +24,7 @@
 #include "util/trace.hpp"
 #include "util/version.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace {
 
 // Trailer values and the subject are single lines.
@@ -96,7 +98,7 @@ bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s, con
     return false;  // regions that do not parse: the user's edit
   }
   ctx.repo.write_work_tree(s.path, *head);
-  warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
+  cli::warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
                    "this run rewrites it",
                    s.path));
   return true;
@@ -199,12 +201,12 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   // What was not measured or read says so, and the record keeps why (profiles, artifacts' cuda).
   for (const auto& p : run.profiles.or_empty())
     if (!p.ok())
-      warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
+      cli::warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
                        p.status == "incomplete" ? "the other ncu metrics were recorded"
                                                 : fmt::format("{} not measured in this run (its timed invocations count)",
                                                               fmt::join(p.metrics, ", "))));
   for (const auto& a : rec.artifacts)
-    if (a.cuda && !a.cuda->error.empty()) warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
+    if (a.cuda && !a.cuda->error.empty()) cli::warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
   if (rev && rev->build) rec.build = *rev->build;
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
@@ -260,12 +262,12 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
       if (r.data.id == draft.data.id) return r;
   }
   for (const auto& p : result.kept_edits)
-    warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
+    cli::warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
                      "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
                      "(git diff {} shows the difference)",
                      p, p));
   if (ctx.repo.head_detached())
-    warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
+    cli::warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
                      "another commit",
                      committed.run));
   return committed;
@@ -286,7 +288,7 @@ class JournalEntry {
   ~JournalEntry() {
     int err = m_slot.wait();
     if (std::uncaught_exceptions() == m_exceptions) m_slot.clear();
-    else if (err != 0) warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
+    else if (err != 0) cli::warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
   }
   JournalEntry(const JournalEntry&) = delete;
   JournalEntry& operator=(const JournalEntry&) = delete;
@@ -314,12 +316,12 @@ int recover_journal(Context& ctx) {
     try {
       draft = record::parse_record(content, where.string());
     } catch (const Error&) {
-      warn(fmt::format("{} is not a readable journal entry; left in place", where.string()));
+      cli::warn(fmt::format("{} is not a readable journal entry; left in place", where.string()));
       return false;
     }
     auto cell = record::plan_cell(ctx.plan, draft.cell);
     if (!cell) {
-      warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
+      cli::warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
       return false;
     }
     // A revision's run measured the commit (or the work tree's snapshot) its revision named, which
@@ -330,12 +332,12 @@ int recover_journal(Context& ctx) {
     if (!draft.cell.empty() && draft.cell.front().first == plan::kRevAxis) {
       for (const auto* id : {&draft.code.commit, &draft.code.snapshot})
         if (!id->empty() && ctx.repo.resolve(*id) != *id) {
-          warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
+          cli::warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
                            where.string(), draft.label(), id->substr(0, 12)));
           return false;
         }
     } else if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
-      warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
+      cli::warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
                        "left in place: check out that branch and run abtrack step to commit it",
                        where.string(), draft.label(), draft.code.commit.substr(0, 12)));
       return false;
@@ -363,4 +365,4 @@ int recover_journal(Context& ctx) {
   return committed;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

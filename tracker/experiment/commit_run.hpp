@@ -8,7 +8,7 @@
 #include "record/record.hpp"
 #include "runner/run.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // Refuses (Error(environment), before anything runs) when the document or its plot has
 // uncommitted changes, naming the files and what to do; checks the identity. Returns whether
@@ -48,4 +48,4 @@ std::string commit_message(const plan::Plan& plan, const record::Record& rec);
 // draft (run 0, not committed) "measured warps=8 batch=64: pass  time_us 41.2".
 std::string result_line(const plan::Plan& plan, const record::Record& rec);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

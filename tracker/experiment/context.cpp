@@ -1,5 +1,7 @@
 #include "experiment/context.hpp"
 
+#include "cli/progress.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,10 +19,10 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
-Context open_context(const GlobalOptions& g) {
+Context open_context(const cli::GlobalOptions& g) {
   auto repo = gitstore::Repository::discover(fs::current_path());
   util::trace("repository open");
   // -p FILE is taken from the current directory; without it the plan is the nearest
@@ -30,7 +32,7 @@ Context open_context(const GlobalOptions& g) {
   std::string name = g.plan ? *g.plan : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
   auto plan = plan::load_plan(file, name, repo.workdir());
   util::trace("plan loaded");
-  for (const auto& w : plan.warnings) warn(format_diagnostic(w));
+  for (const auto& w : plan.warnings) cli::warn(format_diagnostic(w));
   auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
   return Context{std::move(repo), std::move(plan), name, std::move(cache), std::nullopt};
 }
@@ -181,28 +183,4 @@ void check_paths_are_ours(const Context& ctx) {
                 "rename your file, or set plot: false in the plan");
 }
 
-void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
-
-void info(const GlobalOptions& g, const std::string& message) {
-  if (!g.quiet) fmt::print(stderr, "abtrack: {}\n", message);
-}
-
-std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 >= args.size())
-      throw Error(Exit::usage, fmt::format("{} needs a value", name), fmt::format("write {} VALUE; abtrack help lists the options", name));
-    i += 1;
-    return args[i];
-  }
-  if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=') return a.substr(name.size() + 1);
-  return std::nullopt;
-}
-
-void unknown_argument(const std::string& command, const std::string& arg, const std::vector<std::string>& known) {
-  std::string word = arg.substr(0, arg.find('='));
-  throw Error(Exit::usage, fmt::format("{}: unknown argument '{}'{}", command, arg, util::suggestion_suffix(word, known)),
-              fmt::format("see abtrack help {}", command));
-}
-
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

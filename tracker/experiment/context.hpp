@@ -1,5 +1,5 @@
 #pragma once
-// What every command shares: parsed global options, the repository, the plan, the records.
+// What every command shares: the repository, the plan, the records.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -11,21 +11,9 @@
 #include "record/cache.hpp"
 #include "record/record.hpp"
 
-namespace abtrack::cli {
+#include "cli/args.hpp"
 
-// Options before or after the command name that every command accepts.
-struct GlobalOptions {
-  std::optional<std::string> plan;  // -p/--plan FILE
-  bool quiet = false;               // -q/--quiet
-  bool verbose = false;             // -v/--verbose: stream the commands' output to stderr
-};
-
-// The arguments of one command after the global options were taken out.
-struct Args {
-  std::string command;
-  std::vector<std::string> rest;
-  GlobalOptions global;
-};
+namespace abtrack::experiment {
 
 // The repository (found from the current directory) and the plan.
 struct Context {
@@ -39,7 +27,7 @@ struct Context {
 
 // Opens the repository containing the current directory and loads the plan (default
 // ./abtrack.yaml). Prints the plan's warnings. Throws Error.
-Context open_context(const GlobalOptions& g);
+Context open_context(const cli::GlobalOptions& g);
 
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
 // cached by blob id in .git/abtrack/cache/, so only new records are read and parsed. With
@@ -91,17 +79,4 @@ Rendering fresh_render(const Context& ctx, const std::string& base, const std::v
 // the link), or a file at the plot's path that abtrack did not generate.
 void check_paths_are_ours(const Context& ctx);
 
-// Prints "abtrack: warning: ..." to stderr.
-void warn(const std::string& message);
-// Prints a progress/info line to stderr unless quiet.
-void info(const GlobalOptions& g, const std::string& message);
-
-// Takes "--name VALUE" / "--name=VALUE" at args[i]; advances i. nullopt when args[i] is not it.
-// Throws Error(usage) when the value is missing.
-std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name);
-
-// Throws Error(usage) for an argument a command does not know, with did-you-mean over `known`.
-[[noreturn]] void unknown_argument(const std::string& command, const std::string& arg,
-                                   const std::vector<std::string>& known);
-
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

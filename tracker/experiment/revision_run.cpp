@@ -1,5 +1,7 @@
 #include "experiment/revision_run.hpp"
 
+#include "cli/progress.hpp"
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -13,7 +15,7 @@
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan) {
   std::vector<std::vector<plan::Cell>> groups;
@@ -52,7 +54,7 @@ bool pending(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
 
 }  // namespace
 
-int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts) {
+int run_revisions(Context& ctx, const cli::GlobalOptions& g, const RevisionRunOptions& opts) {
   if (ctx.plan.executor == plan::ExecutorKind::slurm)
     throw Error(Exit::usage, "a plan with revisions: runs its cells here, interleaved; executor: slurm cannot interleave them",
                 "remove executor: slurm, or compare the revisions in two plans");
@@ -79,12 +81,12 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
     todo = {{first == todo.front().end() ? todo.front().front() : *first}};
   }
   if (todo.empty()) {
-    info(g, fmt::format("every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
+    cli::info(g, fmt::format("every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
                         ctx.plan.experiment, opts.retry ? "" : ", --retry those whose latest run failed a gate"));
     return 0;
   }
   for (const auto& r : revisions)
-    info(g, fmt::format("revision {} = {} ({}{})", r.name, r.spec, r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12),
+    cli::info(g, fmt::format("revision {} = {} ({}{})", r.name, r.spec, r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12),
                         r.code.snapshot.empty() ? "" : " +snapshot " + r.code.snapshot.substr(0, 12)));
   // Each revision the chosen cells need, written and built once.
   for (auto& r : revisions)
@@ -121,11 +123,11 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   Scheduled schedule;
   const runner::Schedule base{1, rounds, seed, 1, new_batch_id()};
   for (int r = 1; r <= rounds; ++r) append_round(schedule, todo, r, base, rng, true);
-  info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
+  cli::info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
                       schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
   runner::start_environment_probe();
   measure(schedule, run);
   return exit_code;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

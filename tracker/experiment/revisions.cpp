@@ -1,5 +1,7 @@
 #include "experiment/revisions.hpp"
 
+#include "cli/progress.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,7 +20,7 @@
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
 void add_revision_override(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::string>& overrides) {
@@ -150,7 +152,7 @@ void stop_orphan_build(const fs::path& root) {
     ::kill(static_cast<pid_t>(-group), SIGKILL);
     for (int i = 0; i < 500 && group_members(static_cast<pid_t>(group), id).live > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
+    cli::warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
   }
   fs::remove(file, ec);
 }
@@ -191,7 +193,7 @@ class BuildExecutor final : public runner::Executor {
       try {
         util::write_file_atomic(m_pid_file, fmt::format("{} {}\n", pid, m_id), util::Durability::ordinary);
       } catch (const Error& e) {
-        warn(e.diagnostics().front().message);
+        cli::warn(e.diagnostics().front().message);
       }
     };
     auto r = util::run_process(s);
@@ -238,7 +240,7 @@ std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path&
     for (auto line : util::split(r.out, '\n'))
       if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
   } catch (const Error& e) {
-    warn("could not ask the build's compilers for their versions: " + e.diagnostics().front().message);
+    cli::warn("could not ask the build's compilers for their versions: " + e.diagnostics().front().message);
   }
   return out;
 }
@@ -253,7 +255,7 @@ std::optional<record::Build> read_build(const fs::path& file) {
 
 }  // namespace
 
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild) {
+void prepare_revision(const Context& ctx, const cli::GlobalOptions& g, Revision& rev, bool rebuild) {
   const fs::path trees = ctx.repo.state_dir() / "trees";
   const fs::path root = trees / rev.key;
   fs::create_directories(trees);
@@ -262,7 +264,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   // One abtrack at a time writes and builds a tree; the others then find it done.
   util::FileLock building(trees / (rev.key + ".build.lock"));
   stop_orphan_build(root);
-  for (const auto& [path, why] : remove_partials(trees, nullptr)) warn(fmt::format("cannot remove {}: {}", path.string(), why));
+  for (const auto& [path, why] : remove_partials(trees, nullptr)) cli::warn(fmt::format("cannot remove {}: {}", path.string(), why));
   const std::string& commit = commit_of(rev.code);
   if (commit.empty())
     throw Error(Exit::usage, fmt::format("revision '{}' ({}): the branch has no commit yet, so there is no code to check out", rev.name, rev.spec),
@@ -273,11 +275,11 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (!head) {
     // Absent, or left incomplete by an abtrack killed while writing it: made whole again.
     if (fs::exists(root, ec)) {
-      info(g, fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
+      cli::info(g, fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
       fs::remove_all(root, ec);
       if (ec) throw Error(Exit::environment, fmt::format("cannot remove {}: {}", root.string(), ec.message()));
     }
-    info(g, fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
+    cli::info(g, fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
     fs::create_directories(root);
     std::vector<std::string> missing;
     try {
@@ -292,7 +294,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
       throw;
     }
     if (!missing.empty())
-      warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
+      cli::warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
                        missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
                        missing.size() > 5 ? ", ..." : ""));
     util::write_file_atomic(root / "ready", commit + "\n", util::Durability::ordinary);
@@ -308,7 +310,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
     missing.invocation.command = ctx.plan.build;
     missing.reason = fmt::format("revision '{}' ({}) has no folder '{}' (workdir:) in its tree{}", rev.name, rev.spec, ctx.plan.workdir,
                                  after_build ? " after its build" : "");
-    warn(missing.reason + "; its runs are recorded as invalid");
+    cli::warn(missing.reason + "; its runs are recorded as invalid");
     rev.failed_build = std::move(missing);
   };
   if (util::trim(ctx.plan.build).empty()) return check_workdir(false);
@@ -316,12 +318,12 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (!rebuild && fs::exists(ok, ec)) {  // built before: the cache
     rev.build = read_build(root / "build.json");
     if (auto outside = path_outside(ctx, ctx.plan.build))
-      info(g, fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
+      cli::info(g, fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
                           "part of what builds are cached by (--rebuild builds again)",
                           rev.name, *outside));
     return check_workdir(true);
   }
-  info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
+  cli::info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
   plan::Plan p = plan_for(ctx.plan, rev);
   p.workdir.clear();  // the build runs at the tree's root
   p.setup = ctx.plan.build;
@@ -341,7 +343,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
     return check_workdir(true);
   }
   result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason, relative(ctx, log));
-  warn(result.reason + "; its runs are recorded as invalid");
+  cli::warn(result.reason + "; its runs are recorded as invalid");
   rev.failed_build = std::move(result);
 }
 
@@ -416,4 +418,4 @@ CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep
   return report;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -15,7 +15,7 @@
 #include "runner/run.hpp"
 #include "util/lock.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // The name of the work tree as a revision.
 inline constexpr std::string_view kWorktree = "WORKTREE";
@@ -59,7 +59,7 @@ std::string tree_key(const std::string& tree, const std::string& build);
 // Throws Error(environment) for a tree it cannot make (a submodule no local copy provides),
 // Interrupted on SIGINT/SIGTERM. `rebuild`: build again even when a build succeeded before
 // (what the cache key cannot see changed: a harness or library outside the repository).
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild = false);
+void prepare_revision(const Context& ctx, const cli::GlobalOptions& g, Revision& rev, bool rebuild = false);
 
 // The plan as the revision's commands see it: rooted at the revision's code tree.
 plan::Plan plan_for(const plan::Plan& plan, const Revision& rev);
@@ -82,4 +82,4 @@ struct CleanReport {
 // .git/worktrees/; and what killed writes left there.
 CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep_keys, int keep_recent);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

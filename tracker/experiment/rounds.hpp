@@ -13,7 +13,7 @@
 #include "plan/plan.hpp"
 #include "runner/run.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // Cells that run back to back in a round (a group of revisions; or one cell).
 using Unit = std::vector<plan::Cell>;
@@ -42,7 +42,7 @@ struct AutoRounds {
 // worse or equivalent. A unit stays in play while it holds an undecided cell or the baseline of
 // one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; prints
 // what each cell came to. `records` receives every run's record (as run_serial's opts.records).
-void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Unit>& units, const AutoRounds& opts,
+void run_auto_rounds(Context& ctx, const cli::GlobalOptions& g, const std::vector<Unit>& units, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round);
 
 // Each cell as a unit of its own.
@@ -52,4 +52,4 @@ std::vector<Unit> single_units(const std::vector<plan::Cell>& cells);
 // `rounds: auto` are expected to need to decide each variant cell, one line per cell.
 std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -22,7 +22,7 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
 util::ProcessSpec CommandExecutor::with_gpu(const util::ProcessSpec& spec) const {
@@ -144,22 +144,22 @@ std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const
   return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell)) : plan.label(cell);
 }
 
-std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, const GlobalOptions& g, const std::string& echo_prefix) {
+std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, const cli::GlobalOptions& g, const std::string& echo_prefix) {
   if (util::trim(ctx.plan.setup).empty()) return std::nullopt;
-  CommandExecutor executor("", g.verbose ? output_echo(echo_prefix) : util::OutputFn{});
-  info(g, "setup: " + ctx.plan.setup);
+  CommandExecutor executor("", g.verbose ? cli::output_echo(echo_prefix) : util::OutputFn{});
+  cli::info(g, "setup: " + ctx.plan.setup);
   auto setup = runner::run_setup(ctx.plan, executor);
-  if (!setup.ok) warn(setup.reason + "; every run of this invocation is recorded as invalid");
+  if (!setup.ok) cli::warn(setup.reason + "; every run of this invocation is recorded as invalid");
   return setup;
 }
 
 }  // namespace
 
-void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_serial(Context& ctx, const cli::GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit) {
-  CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
+  CommandExecutor executor("", g.verbose ? cli::output_echo() : util::OutputFn{});
   const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "");
-  Progress bar(g, cells.size());
+  cli::Progress bar(g, cells.size());
   EarlyStop early;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
@@ -181,8 +181,8 @@ void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pai
     auto draft = draft_record(ctx, run, code, site.rev);
     auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, draft);
     const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
-    if (opts.results_to_stderr) info(g, line);
-    else bar.print_result(line, rec.data.outcome, stderr_excerpt(rec));
+    if (opts.results_to_stderr) cli::info(g, line);
+    else bar.print_result(line, rec.data.outcome, cli::stderr_excerpt(rec));
     if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
     if (opts.records) opts.records->push_back(rec);
     if (opts.early_stop)
@@ -202,7 +202,7 @@ struct Finished {
 
 }  // namespace
 
-void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_parallel(Context& ctx, const cli::GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
   const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "[setup] ");
   std::deque<std::string> free_gpus(ctx.plan.gpus.begin(), ctx.plan.gpus.end());
@@ -243,9 +243,9 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         slot.journal.reset();  // committed: the entry goes
         const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
         if (opts.results_to_stderr) {
-          info(g, line);
+          cli::info(g, line);
         } else {
-          fmt::print("{}\n{}", line, stderr_excerpt(rec));
+          fmt::print("{}\n{}", line, cli::stderr_excerpt(rec));
           std::fflush(stdout);
         }
         if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
@@ -273,14 +273,14 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         gpu = free_gpus.front();
         free_gpus.pop_front();
       }
-      info(g, fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
+      cli::info(g, fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
       ++running;
       threads.emplace_back([&, i, gpu] {
         Finished f;
         f.index = i;
         f.gpu = gpu;
         try {
-          CommandExecutor executor(gpu, g.verbose ? output_echo(fmt::format("[{}] ", ctx.plan.label(cells[i].first)))
+          CommandExecutor executor(gpu, g.verbose ? cli::output_echo(fmt::format("[{}] ", ctx.plan.label(cells[i].first)))
                                                   : util::OutputFn{});
           const Site& site = *slots[i].site;
           auto run = runner::run_cell(site.plan, cells[i].first, executor, site.before);
@@ -376,7 +376,7 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
     try {
       run = runner::slurm::finished_run(ctx.plan, s, t, states, &env_json);
     } catch (const Error& e) {
-      warn(fmt::format("slurm job {}: {}; left uncommitted", s.job_id, e.diagnostics().front().message));
+      cli::warn(fmt::format("slurm job {}: {}; left uncommitted", s.job_id, e.diagnostics().front().message));
       ++waiting;
       continue;
     }
@@ -396,7 +396,7 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
     auto rec = commit_run(ctx, draft);  // skips a measurement id already in the history
     runner::slurm::mark_committed(s, t.index);
     if (ctx.repo.head() != before) {
-      fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
+      fmt::print("{}\n{}", result_line(ctx.plan, rec), cli::stderr_excerpt(rec));
       std::fflush(stdout);
       ++out.committed;
       out.any_bad |= rec.data.outcome != runner::Outcome::pass;
@@ -422,19 +422,19 @@ CollectResult collect_loop(Context& ctx, double wait_s, bool stop_on_interrupt) 
 }
 }  // namespace
 
-CollectResult collect_submissions(Context& ctx, const GlobalOptions&, double wait_s) { return collect_loop(ctx, wait_s, true); }
+CollectResult collect_submissions(Context& ctx, const cli::GlobalOptions&, double wait_s) { return collect_loop(ctx, wait_s, true); }
 
-int cancel_submissions(Context& ctx, const GlobalOptions& g) {
+int cancel_submissions(Context& ctx, const cli::GlobalOptions& g) {
   int n = 0;
   for (const auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment)) {
     runner::slurm::cancel(s);
-    info(g, fmt::format("cancelled slurm job {} ({} tasks)", s.job_id, s.tasks.size()));
+    cli::info(g, fmt::format("cancelled slurm job {} ({} tasks)", s.job_id, s.tasks.size()));
     ++n;
   }
   return n;
 }
 
-int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell>& cells, bool dirty, bool detach) {
+int run_slurm(Context& ctx, const cli::GlobalOptions& g, const std::vector<plan::Cell>& cells, bool dirty, bool detach) {
   // Cells already out in an earlier submission are not sent twice.
   std::vector<plan::Cell> todo;
   auto subs = runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment);
@@ -450,7 +450,7 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
     if (!out) todo.push_back(c);
   }
   if (todo.empty()) {
-    info(g, fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
+    cli::info(g, fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
                         subs.empty() ? std::string("?") : subs.back().job_id));
     return 0;
   }
@@ -458,15 +458,15 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
   if (!util::trim(ctx.plan.setup).empty()) {
     // The setup (a build) runs here, once, on the shared filesystem; a failure makes every run
     // invalid without submitting anything.
-    info(g, "setup: " + ctx.plan.setup);
+    cli::info(g, "setup: " + ctx.plan.setup);
     auto setup = runner::run_setup(ctx.plan, executor);
     if (!setup.ok) {
-      warn(setup.reason + "; every run of this invocation is recorded as invalid");
+      cli::warn(setup.reason + "; every run of this invocation is recorded as invalid");
       int worst = 0;
       for (const auto& c : todo) {
         auto run = runner::run_cell(ctx.plan, c, executor, &setup);
         auto rec = journal_and_commit(ctx, draft_record(ctx, run, code_identity(ctx)));
-        fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
+        fmt::print("{}\n{}", result_line(ctx.plan, rec), cli::stderr_excerpt(rec));
         worst = static_cast<int>(Exit::run_failed);
       }
       return worst;
@@ -482,7 +482,7 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
   fmt::print("submitted slurm job {} ({} cells)\n", s.job_id, todo.size());
   std::fflush(stdout);
   if (detach) {
-    info(g, fmt::format("results go to {}; `abtrack collect` commits them", s.dir.string()));
+    cli::info(g, fmt::format("results go to {}; `abtrack collect` commits them", s.dir.string()));
     return 0;
   }
   CollectResult total;
@@ -492,7 +492,7 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
     total.any_bad |= r.any_bad;
     if (r.waiting == 0) break;
     if (int sig = util::interrupt_signal()) {
-      warn(fmt::format("interrupted by {}: cancelling slurm job {}", util::signal_name(sig), s.job_id));
+      cli::warn(fmt::format("interrupted by {}: cancelling slurm job {}", util::signal_name(sig), s.job_id));
       runner::slurm::cancel(s);
       auto rest = collect_loop(ctx, 15, false);
       total.any_bad |= rest.any_bad;
@@ -505,4 +505,4 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
   return total.any_bad ? static_cast<int>(Exit::run_failed) : 0;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

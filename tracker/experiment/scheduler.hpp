@@ -12,7 +12,7 @@
 #include "util/error.hpp"
 #include "util/process.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // How `step`, `run` and `bisect` treat what they measure.
 struct RunOptions {
@@ -76,7 +76,7 @@ std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell);
 // one commit per run. `dirty`: the preflight's finding, good for the first cell (later cells scan
 // again: a setup or the user may change files meanwhile). SIGINT: Error(interrupted) naming
 // what became of the cell. With `opts.early_stop`, EarlyStop's error is thrown when it fires.
-void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_serial(Context& ctx, const cli::GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit);
 
 // Runs the cells with up to `jobs` at once, each running cell on its own GPU from plan.gpus
@@ -86,13 +86,13 @@ void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pai
 // process group; finished runs are committed, then Error(interrupted) is thrown. With
 // `opts.early_stop`, once EarlyStop fires no further cell starts; the running ones are
 // committed, then its error is thrown.
-void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_parallel(Context& ctx, const cli::GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit);
 
 // Submits the cells (those not already in an outstanding submission) as one job array.
 // Detached: prints the job id and returns 0. Attached: polls and commits each run as its
 // task finishes; Ctrl-C cancels the array (scancel), commits what ended, exits 130.
-int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell>& cells, bool dirty, bool detach);
+int run_slurm(Context& ctx, const cli::GlobalOptions& g, const std::vector<plan::Cell>& cells, bool dirty, bool detach);
 
 struct CollectResult {
   int committed = 0;     // runs committed by this call
@@ -103,9 +103,9 @@ struct CollectResult {
 // Commits the finished tasks of every outstanding submission of the experiment, each once
 // (a per-submission lock, committed markers, and the measurement id in the history), and
 // prints their result lines. With `wait_s` > 0 it polls until nothing waits or the time is up.
-CollectResult collect_submissions(Context& ctx, const GlobalOptions& g, double wait_s);
+CollectResult collect_submissions(Context& ctx, const cli::GlobalOptions& g, double wait_s);
 
 // scancel of every outstanding submission of the experiment; returns how many.
-int cancel_submissions(Context& ctx, const GlobalOptions& g);
+int cancel_submissions(Context& ctx, const cli::GlobalOptions& g);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment
