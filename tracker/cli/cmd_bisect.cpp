@@ -306,13 +306,14 @@ std::vector<std::vector<std::vector<double>>> measure(experiment::Context& ctx, 
   for (std::size_t k : arms) group.push_back(b.cells[k]);
   opts.group = group;
   std::vector<record::Record> runs;
-  opts.run.results_to_stderr = true;
+  opts.run.results_as_info = true;
   opts.run.records = &runs;
   opts.run.commit = false;
   GlobalOptions quiet = g;  // the bisect prints its own progress, a line per batch
   quiet.quiet = true;
+  TerminalProgress progress(quiet);
   const auto start = Clock::now();
-  experiment::run_revisions(ctx, quiet, opts);  // its exit code: a failed or invalid run, judged below from the records
+  experiment::run_revisions(ctx, progress, opts);  // its exit code: a failed or invalid run, judged below from the records
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   budget.spent(runs.size(), seconds);
   m.invocations += runs.size();
@@ -443,10 +444,11 @@ json runs_of(const Bisect& b, const std::vector<record::Record>& runs) {
 // the failed build's log (or its reason), or "" when it built.
 std::string build_failure(experiment::Context& ctx, const GlobalOptions& g, const std::map<std::string, std::string>& overrides,
                           const std::string& name) {
-  auto revisions = experiment::resolve_revisions(ctx, overrides);
+  TerminalProgress progress(g);
+  auto revisions = experiment::resolve_revisions(ctx, progress, overrides);
   for (auto& r : revisions)
     if (r.name == name) {
-      experiment::prepare_revision(ctx, g, r);
+      experiment::prepare_revision(ctx, progress, r);
       if (!r.failed_build) return {};
       const std::string& reason = r.failed_build->reason;
       auto log = reason.rfind("(log: ");
@@ -864,7 +866,8 @@ int cmd_bisect(const Args& args) {
   if (!good_spec || !bad_spec)
     throw Error(Exit::usage, "bisect needs --good REV and --bad REV", "e.g. abtrack bisect --good v1.2 --bad main --cell batch=64");
   util::install_interrupt_handlers();
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   if (ctx.plan.executor == plan::ExecutorKind::slurm)
     throw Error(Exit::usage, "bisect measures its rounds here, interleaved; a plan with executor: slurm cannot interleave them",
                 "bisect with a copy of the plan without executor: slurm (abtrack -p COPY bisect ...)");
@@ -1017,8 +1020,8 @@ int cmd_bisect(const Args& args) {
                      "noise can be bisected with fewer",
                      b.max_rounds, util::format_number(b.alpha_step), first));
 
-  experiment::preflight(ctx);
-  experiment::recover_journal(ctx);  // with the user's plan: what a killed `run` left is the plan's
+  experiment::preflight(ctx, progress);
+  experiment::recover_journal(ctx, progress);  // with the user's plan: what a killed `run` left is the plan's
   // From here on the runs measure with the bisect's plan: three revisions, good, tested and bad.
   ctx.plan = b.plan;
   Budget budget(b.budget_s);

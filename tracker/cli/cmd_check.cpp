@@ -159,7 +159,8 @@ int cmd_check(const Args& args) {
       else throw Error(Exit::usage, fmt::format("--format '{}' is not text or md", *v), "abtrack check --format md (a pull-request comment) or --format text");
     } else unknown_argument("check", a, {"--format", "--history", "--min-effect"});
   }
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   plan::Plan plan = ctx.plan;
   if (min_effect) plan.min_effect_pct = *min_effect;
   auto records = experiment::head_records(ctx);

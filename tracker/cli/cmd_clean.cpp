@@ -23,7 +23,8 @@ int cmd_clean(const Args& args) {
       unknown_argument("clean", args.rest[i], {"--keep"});
     }
   }
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   // The trees the plan's revisions name now (built by its build command) are kept whatever
   // --keep says (the work tree's changes are not snapshot for this: its newest tree is among the
   // most recently used).
@@ -32,7 +33,7 @@ int cmd_clean(const Args& args) {
   for (const auto& [name, spec] : ctx.plan.revisions)
     if (spec != experiment::kWorktree)
       if (auto commit = ctx.repo.resolve(spec)) named.push_back(experiment::tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
-  auto report = experiment::clean_trees(ctx, named, keep);
+  auto report = experiment::clean_trees(ctx, progress, named, keep);
   auto rel = [&](const std::filesystem::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); };
   for (const auto& p : report.removed) fmt::print("removed {}\n", rel(p));
   for (const auto& p : report.in_use) fmt::print("kept {}: in use by a running abtrack\n", rel(p));

@@ -19,10 +19,11 @@ int cmd_collect(const Args& args) {
     else unknown_argument("collect", args.rest[i], {"--wait"});
   }
   util::install_interrupt_handlers();
-  experiment::Context ctx = experiment::open_context(args.global);
-  experiment::preflight(ctx);
-  experiment::recover_journal(ctx);
-  auto r = experiment::collect_submissions(ctx, args.global, wait ? 1e9 : 0);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  experiment::preflight(ctx, progress);
+  experiment::recover_journal(ctx, progress);
+  auto r = experiment::collect_submissions(ctx, progress, wait ? 1e9 : 0);
   if (r.waiting > 0)
     info(args.global, fmt::format("{} run{} committed; {} task{} still pending or running", r.committed, r.committed == 1 ? "" : "s",
                                   r.waiting, r.waiting == 1 ? "" : "s"));

@@ -113,7 +113,8 @@ int cmd_compare(const Args& args) {
     print(stats::compare(a, b, opts), positional[0], positional[1], json);
     return 0;
   }
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   auto records = experiment::head_records(ctx);
   auto find = [&](const std::string& s) -> const record::Record& {
     auto n = util::parse_double(s);

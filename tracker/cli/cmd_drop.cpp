@@ -66,7 +66,8 @@ int cmd_drop(const Args& args) {
     }
   }
   if (!run) throw Error(Exit::usage, "drop needs a run number", "abtrack drop RUN [--reason TEXT]; abtrack log lists the runs");
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   const std::string path = record::record_path(ctx.plan.experiment, *run);
   const std::string grave = tombstone_path(ctx.plan.experiment, *run);
   // Wrong numbers are usage errors, found before anything is checked or written.
@@ -78,7 +79,7 @@ int cmd_drop(const Args& args) {
                  "abtrack log lists the runs");
   };
   if (auto e = ctx.repo.with_head(missing)) throw *e;
-  experiment::preflight(ctx);
+  experiment::preflight(ctx, progress);
   record::Record dropped;
   ctx.repo.commit([&](const gitstore::TreeView& tip) {
     if (auto e = missing(tip)) throw *e;  // another writer dropped it meanwhile

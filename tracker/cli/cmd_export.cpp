@@ -41,7 +41,8 @@ int cmd_export(const Args& args) {
     }
   }
   if (!format) throw Error(Exit::usage, "export needs --format csv|md|json", "see abtrack help export");
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   auto records = cells ? experiment::head_records(ctx) : records_in_full(ctx);
   fmt::print("{}", doc::format_export(doc::export_table(ctx.plan, records, cells), *format));
   return 0;

@@ -10,7 +10,8 @@ namespace fs = std::filesystem;
 
 int cmd_init(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("init", a, {});
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   ctx.repo.check_identity();
   experiment::check_paths_are_ours(ctx);
   const fs::path doc_file = ctx.repo.workdir() / ctx.plan.doc;

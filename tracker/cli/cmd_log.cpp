@@ -41,7 +41,8 @@ int cmd_log(const Args& args) {
   }
   auto repo = gitstore::Repository::discover(std::filesystem::current_path());
   std::string only;  // the plan's experiment; empty: every experiment
-  if (!all) only = experiment::open_context(args.global).plan.experiment;
+  TerminalProgress progress(args.global);
+  if (!all) only = experiment::open_context(args.global.plan, progress).plan.experiment;
   // Runs and drops (`abtrack drop`: Abtrack-Dropped) both name their experiment.
   auto entries = repo.history("Abtrack-Experiment");
   std::set<std::pair<std::string, std::string>> dropped;  // (experiment, run)

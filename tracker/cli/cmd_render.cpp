@@ -65,7 +65,8 @@ static std::optional<std::string> work_tree_plot(const experiment::Context& ctx)
 
 int cmd_render(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("render", a, {});
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   experiment::check_paths_are_ours(ctx);
   auto [file, text] = work_tree_document(ctx);
   auto records = experiment::head_records(ctx);
@@ -89,7 +90,8 @@ int cmd_render(const Args& args) {
 
 int cmd_verify(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("verify", a, {});
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   auto [file, text] = work_tree_document(ctx);
   auto records = experiment::head_records(ctx);
   std::vector<std::string> problems;

@@ -140,7 +140,8 @@ int cmd_step(const Args& args) {
     else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric", "--no-commit"});
   }
   util::install_interrupt_handlers();
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   // Validate everything the user typed before anything runs or is written.
   std::optional<plan::Cell> cell;
   if (cell_spec) cell = ctx.plan.parse_cell(*cell_spec);
@@ -171,15 +172,15 @@ int cmd_step(const Args& args) {
   // recovery of journaled runs (that commits).
   bool dirty = false;
   if (!opts.dry_run) {
-    dirty = experiment::preflight(ctx);
-    experiment::recover_journal(ctx);
+    dirty = experiment::preflight(ctx, progress);
+    experiment::recover_journal(ctx, progress);
   }
   if (!ctx.plan.revisions.empty() && !record_file && metric_specs.empty()) {
     experiment::RevisionRunOptions revision_opts;
     revision_opts.only = cell;
     revision_opts.step = true;
     revision_opts.run = opts;
-    return experiment::run_revisions(ctx, args.global, revision_opts);
+    return experiment::run_revisions(ctx, progress, revision_opts);
   }
   if (!cell) {
     auto pending = cells_to_run(ctx, false, false);
@@ -194,19 +195,19 @@ int cmd_step(const Args& args) {
   if (record_file || !metric_specs.empty()) {
     auto run = runner::run_from_values(ctx.plan, *cell, output, values, record_file ? "record-file" : "metric-option");
     if (opts.dry_run) {
-      auto rec = experiment::compared_with_head(ctx, experiment::draft_record(ctx, run, record::Code{}));
+      auto rec = experiment::compared_with_head(ctx, experiment::draft_record(ctx, progress, run, record::Code{}));
       fmt::print("{}\n", experiment::dry_result_line(ctx.plan, rec));
       return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
     }
-    auto code = experiment::code_identity(ctx, dirty);
-    auto rec = experiment::journal_and_commit(ctx, experiment::draft_record(ctx, run, code));
+    auto code = experiment::code_identity(ctx, progress, dirty);
+    auto rec = experiment::journal_and_commit(ctx, progress, experiment::draft_record(ctx, progress, run, code));
     fmt::print("{}\n", experiment::result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
-    experiment::run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
   else
-    experiment::run_serial(ctx, args.global, schedule({*cell}, 1, 0), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule({*cell}, 1, 0), dirty, opts, exit_code);
   return exit_code;
 }
 
@@ -250,7 +251,8 @@ int cmd_run(const Args& args) {
   }
   opts.early_stop = !keep_going;
   util::install_interrupt_handlers();
-  experiment::Context ctx = experiment::open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   experiment::RevisionRunOptions revision_opts;
   for (const auto& s : rev_specs) experiment::add_revision_override(ctx.plan, s, revision_opts.overrides);
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
@@ -271,10 +273,10 @@ int cmd_run(const Args& args) {
     revision_opts.rebuild = rebuild;
     revision_opts.run = opts;
     if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
-      experiment::preflight(ctx);
-      experiment::recover_journal(ctx);
+      experiment::preflight(ctx, progress);
+      experiment::recover_journal(ctx, progress);
     }
-    return experiment::run_revisions(ctx, args.global, revision_opts);
+    return experiment::run_revisions(ctx, progress, revision_opts);
   }
   if (rebuild)
     throw Error(Exit::usage, "--rebuild is for a plan with revisions: (it builds each revision's tree again)",
@@ -293,8 +295,8 @@ int cmd_run(const Args& args) {
                 "`abtrack step --no-commit --cell ...` runs one cell here without committing");
   bool dirty = false;
   if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
-    dirty = experiment::preflight(ctx);
-    experiment::recover_journal(ctx);
+    dirty = experiment::preflight(ctx, progress);
+    experiment::recover_journal(ctx, progress);
   }
   std::size_t failed_left = 0;
   auto cells = all ? ctx.plan.cells() : cells_to_run(ctx, true, retry, &failed_left);
@@ -306,26 +308,26 @@ int cmd_run(const Args& args) {
     return 0;
   }
   if (rounds > 1 && !automatic) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
-  if (slurm) return experiment::run_slurm(ctx, args.global, cells, dirty, detach);
+  if (slurm) return experiment::run_slurm(ctx, progress, cells, dirty, detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);
   if (automatic) {
     std::vector<record::Record> records;
     int round = 0;
-    experiment::run_auto_rounds(ctx, args.global, experiment::single_units(cells), *automatic, records, [&](const experiment::Scheduled& s) {
+    experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records, [&](const experiment::Scheduled& s) {
       experiment::RunOptions o = opts;
       o.records = &records;
       o.setup_done = ++round > 1;
-      if (parallel > 1 || !ctx.plan.gpus.empty()) experiment::run_parallel(ctx, args.global, s, parallel, dirty, o, exit_code);
-      else experiment::run_serial(ctx, args.global, s, dirty, o, exit_code);
+      if (parallel > 1 || !ctx.plan.gpus.empty()) experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
+      else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
     });
     return exit_code;
   }
   if (parallel > 1 || !ctx.plan.gpus.empty())
-    experiment::run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
   else
-    experiment::run_serial(ctx, args.global, schedule(cells, rounds, *seed), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule(cells, rounds, *seed), dirty, opts, exit_code);
   return exit_code;
 }
 

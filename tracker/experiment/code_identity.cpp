@@ -1,7 +1,5 @@
 #include "experiment/code_identity.hpp"
 
-#include "cli/progress.hpp"
-
 #include <algorithm>
 #include <set>
 
@@ -93,7 +91,7 @@ gitstore::PathSet data_paths(const Context& ctx) {
   return {paths.begin(), paths.end()};
 }
 
-record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
+record::Code code_identity(const Context& ctx, Progress& progress, std::optional<bool> dirty) {
   record::Code code;
   // abtrack's own run commits change only data, so the code of HEAD is the code its run named
   // (for people reading Abtrack-Code; pooling compares the content identity).
@@ -119,7 +117,7 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
                                         code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
       tree_of = code.snapshot;
     } catch (const Error& e) {
-      cli::warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
+      progress.warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
       return code;
     }
   }
@@ -177,7 +175,7 @@ std::vector<std::pair<std::string, std::string>> read_candidates(const Context& 
 
 }  // namespace
 
-std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell) {
+std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, const plan::Cell* cell) {
   if (!ctx.untracked_seen) return {};
   auto now = ctx.repo.untracked({std::string(plan::kRunsFolder)});
   std::vector<std::string> fresh;
@@ -222,12 +220,12 @@ std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell
   if (!std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) {
     warned.insert(lines.begin(), lines.end());
     std::vector<std::string> named(confirmed.begin(), confirmed.begin() + std::min<std::size_t>(confirmed.size(), 5));
-    cli::warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
-                     "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
-                     "`git status`, add to .gitignore:\n  {}",
-                     fmt::join(named, ", "),
-                     confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
-                     fmt::join(lines, "\n  ")));
+    progress.warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
+                              "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
+                              "`git status`, add to .gitignore:\n  {}",
+                              fmt::join(named, ", "),
+                              confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
+                              fmt::join(lines, "\n  ")));
   }
   return confirmed;
 }

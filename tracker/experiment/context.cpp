@@ -1,7 +1,5 @@
 #include "experiment/context.hpp"
 
-#include "cli/progress.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,17 +20,17 @@
 namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
-Context open_context(const cli::GlobalOptions& g) {
+Context open_context(const std::optional<std::string>& plan_file, Progress& progress) {
   auto repo = gitstore::Repository::discover(fs::current_path());
   util::trace("repository open");
   // -p FILE is taken from the current directory; without it the plan is the nearest
   // abtrack.yaml from here up to the work tree's root, named in messages from here.
   const fs::path here = fs::current_path();
-  fs::path file = g.plan ? fs::absolute(*g.plan) : plan::find_plan(here, repo.workdir());
-  std::string name = g.plan ? *g.plan : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
+  fs::path file = plan_file ? fs::absolute(*plan_file) : plan::find_plan(here, repo.workdir());
+  std::string name = plan_file ? *plan_file : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
   auto plan = plan::load_plan(file, name, repo.workdir());
   util::trace("plan loaded");
-  for (const auto& w : plan.warnings) cli::warn(format_diagnostic(w));
+  for (const auto& w : plan.warnings) progress.warn(format_diagnostic(w));
   auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
   return Context{std::move(repo), std::move(plan), name, std::move(cache), std::nullopt};
 }

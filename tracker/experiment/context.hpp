@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "experiment/progress.hpp"
 #include "gitstore/repository.hpp"
 #include "plan/plan.hpp"
 #include "record/cache.hpp"
 #include "record/record.hpp"
-
-#include "cli/args.hpp"
 
 namespace abtrack::experiment {
 
@@ -25,9 +24,10 @@ struct Context {
   mutable std::optional<std::vector<gitstore::UntrackedFile>> untracked_seen;
 };
 
-// Opens the repository containing the current directory and loads the plan (default
-// ./abtrack.yaml). Prints the plan's warnings. Throws Error.
-Context open_context(const cli::GlobalOptions& g);
+// Opens the repository containing the current directory and loads the plan: `plan_file` (-p,
+// from the current directory), else the nearest abtrack.yaml from here up to the work tree's
+// root. The plan's warnings go to `progress`. Throws Error.
+Context open_context(const std::optional<std::string>& plan_file, Progress& progress);
 
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
 // cached by blob id in .git/abtrack/cache/, so only new records are read and parsed. With

@@ -38,6 +38,6 @@ std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan);
 // group that has a cell without a valid run on its revision's current code and recipe (or every
 // group, with `all`), `rounds` rounds, one commit per run. Returns the exit code (1 when a run
 // failed or was invalid); throws what the run path throws (interrupt, early stop).
-int run_revisions(Context& ctx, const cli::GlobalOptions& g, const RevisionRunOptions& opts);
+int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& opts);
 
 }  // namespace abtrack::experiment

@@ -1,7 +1,5 @@
 #include "experiment/rounds.hpp"
 
-#include "cli/progress.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -158,7 +156,7 @@ void append_round(Scheduled& out, const std::vector<Unit>& units, int round, run
   }
 }
 
-void run_auto_rounds(Context& ctx, const cli::GlobalOptions& g, const std::vector<Unit>& given, const AutoRounds& opts,
+void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& given, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round) {
   const plan::Plan& plan = ctx.plan;
   // Every variant's baseline runs in the same rounds, whether or not it needed a run itself.
@@ -176,9 +174,9 @@ void run_auto_rounds(Context& ctx, const cli::GlobalOptions& g, const std::vecto
   std::mt19937_64 rng(opts.seed);
   const runner::Schedule base{1, opts.max_rounds, opts.seed, 1, new_batch_id(), true};
   const std::vector<record::Record> head = opts.dry_run ? head_records(ctx) : std::vector<record::Record>{};
-  cli::info(g, fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}", opts.max_rounds,
-                      opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
-                      opts.seed));
+  progress.info(fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}", opts.max_rounds,
+                            opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
+                            opts.seed));
   std::map<std::string, Standing> standing;
   std::map<std::string, int> decided_at;
   const auto start = std::chrono::steady_clock::now();
@@ -232,10 +230,10 @@ void run_auto_rounds(Context& ctx, const cli::GlobalOptions& g, const std::vecto
     const std::string label = plan.label(v);
     const Standing& s = standing[label];
     if (s.decided)
-      cli::info(g, fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label], decided_at[label] == 1 ? "" : "s"));
+      progress.info(fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label], decided_at[label] == 1 ? "" : "s"));
     else
-      cli::info(g, fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
-                          stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
+      progress.info(fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
+                                stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
   }
 }
 

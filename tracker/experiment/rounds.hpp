@@ -40,9 +40,10 @@ struct AutoRounds {
 // of every variant cell with its baseline (the anytime-valid analysis, Holm over the cells of
 // this invocation): a cell is decided when each of its metrics with `better:` reads better,
 // worse or equivalent. A unit stays in play while it holds an undecided cell or the baseline of
-// one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; prints
-// what each cell came to. `records` receives every run's record (as run_serial's opts.records).
-void run_auto_rounds(Context& ctx, const cli::GlobalOptions& g, const std::vector<Unit>& units, const AutoRounds& opts,
+// one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; what
+// each cell came to is info to `progress`. `records` receives every run's record (as
+// run_serial's opts.records).
+void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& units, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round);
 
 // Each cell as a unit of its own.
