@@ -144,11 +144,17 @@ std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const
   return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell)) : plan.label(cell);
 }
 
-std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, Progress& progress, const std::string& echo_prefix) {
+std::unique_ptr<runner::Executor> make_executor(const RunOptions& opts, const std::string& gpu, util::OutputFn echo) {
+  if (opts.executors) return opts.executors(gpu, std::move(echo));
+  return std::make_unique<CommandExecutor>(gpu, std::move(echo));
+}
+
+std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, Progress& progress, const RunOptions& opts,
+                                                  const std::string& echo_prefix) {
   if (util::trim(ctx.plan.setup).empty()) return std::nullopt;
-  CommandExecutor executor("", progress.command_output(echo_prefix));
+  auto executor = make_executor(opts, "", progress.command_output(echo_prefix));
   progress.info("setup: " + ctx.plan.setup);
-  auto setup = runner::run_setup(ctx.plan, executor);
+  auto setup = runner::run_setup(ctx.plan, *executor);
   if (!setup.ok) progress.warn(setup.reason + "; every run of this invocation is recorded as invalid");
   return setup;
 }
@@ -169,8 +175,8 @@ class CellsShown {
 
 void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit) {
-  CommandExecutor executor("", progress.command_output(""));
-  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, "");
+  auto executor = make_executor(opts, "", progress.command_output(""));
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, opts, "");
   CellsShown shown(progress, cells.size());
   EarlyStop early;
   for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -182,7 +188,7 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
     auto invocation = [&](int r, int n) { progress.invocation_started(r, n); };
     runner::Run run;
     try {
-      run = runner::run_cell(site.plan, cell, executor, site.before, invocation);
+      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation);
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
@@ -216,7 +222,7 @@ struct Finished {
 
 void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
-  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, "[setup] ");
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, opts, "[setup] ");
   std::deque<std::string> free_gpus(ctx.plan.gpus.begin(), ctx.plan.gpus.end());
   if (!free_gpus.empty()) jobs = std::min<int>(jobs, static_cast<int>(free_gpus.size()));
   jobs = std::max(1, jobs);
@@ -283,16 +289,15 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
       }
       progress.info(fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
       ++running;
-      // Asked here: a Progress is called on this thread only (what it returns may run anywhere).
-      util::OutputFn echo = progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell)));
-      threads.emplace_back([&, i, gpu, echo] {
+      // Made on this thread, as the Progress and the factory expect; used on the cell's own.
+      auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
+      threads.emplace_back([&, i, gpu, executor = std::move(executor)] {
         Finished f;
         f.index = i;
         f.gpu = gpu;
         try {
-          CommandExecutor executor(gpu, echo);
           const Site& site = *slots[i].site;
-          auto run = runner::run_cell(site.plan, cells[i].first, executor, site.before);
+          auto run = runner::run_cell(site.plan, cells[i].first, *executor, site.before);
           if (cells[i].second.rounds > 1) run.schedule = cells[i].second;
           if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
           f.run = std::move(run);

@@ -2,6 +2,8 @@
 // Scale-out for `run`: cells in parallel on this machine's GPUs, or as a Slurm job array.
 // Either way one committer, the calling thread, makes every commit: measuring threads and
 // Slurm tasks never touch libgit2, and history stays linear (docs/SCALING.md).
+#include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -13,6 +15,11 @@
 #include "util/process.hpp"
 
 namespace abtrack::experiment {
+
+// Makes an executor for the plan's setup or a cell's command: `gpu` the CUDA_VISIBLE_DEVICES it
+// gets ("": none), `echo` where its output also goes as it arrives (empty: nowhere). Called on
+// the thread that runs run_serial or run_parallel.
+using ExecutorFactory = std::function<std::unique_ptr<runner::Executor>(const std::string& gpu, util::OutputFn echo)>;
 
 // How `step`, `run` and `bisect` treat what they measure.
 struct RunOptions {
@@ -29,6 +36,8 @@ struct RunOptions {
   std::vector<record::Record>* records = nullptr;
   // A later round of `rounds: auto`: the plan's setup already ran for this invocation.
   bool setup_done = false;
+  // Where the setup and the cells' commands run. Empty: CommandExecutor (local processes).
+  ExecutorFactory executors;
 };
 
 // A batch id for the rounds of one invocation: random, whatever the seed, so that the rounds of
