@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "doc/plot.hpp"
 #include "record/record.hpp"
@@ -38,40 +37,21 @@ std::optional<std::string> repo_relative(const std::string& dir, const std::stri
   return p;
 }
 
-// The document the newest record of each other experiment in HEAD names, and its plot.
-void other_documents(const Context& ctx, std::set<std::string>& out) {
-  ctx.repo.with_head([&](const gitstore::TreeView& tree) {
-    for (const auto& experiment : tree.folders(std::string(plan::kRunsFolder))) {
-      if (experiment == ctx.plan.experiment) continue;
-      const std::string dir = std::string(plan::kRunsFolder) + "/" + experiment;
-      const gitstore::Entry* newest = nullptr;
-      int newest_run = 0;
-      auto entries = tree.list(dir);
-      for (const auto& e : entries)
-        if (auto n = record::run_number_of(e.name); n && *n > newest_run) {
-          newest_run = *n;
-          newest = &e;
-        }
-      if (!newest) continue;
-      auto j = nlohmann::json::parse(tree.read_blob(newest->oid()), nullptr, false);
-      if (!j.is_object() || !j.contains("doc") || !j["doc"].is_string()) continue;  // written before records named it
-      const std::string doc = j["doc"];
-      out.insert(doc);
-      out.insert(doc::plot_path(doc));
-    }
-    return 0;
-  });
-}
-
 }  // namespace
 
 gitstore::PathSet data_paths(const Context& ctx) {
-  std::set<std::string> paths{std::string(plan::kRunsFolder) + "/", ctx.plan.doc, doc::plot_path(ctx.plan)};
+  std::set<std::string> paths{std::string(plan::kRunsFolder) + "/"};
+  for (auto& f : doc::document_files(ctx.plan.doc)) paths.insert(std::move(f));
   // The plan itself: what it says about running the code is in each run's recipe
   // (plan::recipe); its prose is not code, so editing `why:` keeps the pools and the builds.
   if (auto rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string(); !rel.empty() && !rel.starts_with(".."))
     paths.insert(rel);
-  other_documents(ctx, paths);
+  // The documents (and plots) of the other experiments, as their newest records name them.
+  ctx.repo.with_head([&](const gitstore::TreeView& tree) {
+    for (const auto& other : other_documents(tree, ctx.plan.experiment))
+      for (auto& f : doc::document_files(other)) paths.insert(std::move(f));
+    return 0;
+  });
   // The plan's declared outputs, for every cell: artifacts are repo-relative, metric files
   // relative to the commands' working directory.
   const bool declares = !ctx.plan.artifacts.empty() ||
@@ -101,7 +81,8 @@ record::Code code_identity(const Context& ctx, Progress& progress, std::optional
     std::string named = head->trailer("Abtrack-Code");
     // Only while HEAD still holds that code: a rebase, a cherry-pick or a commit squeezed in
     // under a run commit leaves the trailer naming code HEAD no longer has.
-    const std::vector<std::string> data{std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)};
+    std::vector<std::string> data = doc::document_files(ctx.plan.doc);
+    data.push_back(std::string(plan::kRunsFolder));
     if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
         ctx.repo.same_tree_except(head->commit, named.substr(0, 40), data))
       code.commit = named.substr(0, 40);

@@ -114,7 +114,7 @@ bool preflight(const Context& ctx, Progress& progress) {
     throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
                 "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
                 "(also summary and runs, if you want them)");
-  auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)}, data_paths(ctx));
+  auto scan = ctx.repo.settled_scan(doc::document_files(ctx.plan.doc), {std::string(plan::kRunsFolder)}, data_paths(ctx));
   watch_outputs(ctx);
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;

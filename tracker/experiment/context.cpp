@@ -128,6 +128,25 @@ std::vector<record::Record> head_records(const Context& ctx) {
   return ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t); });
 }
 
+std::vector<std::string> other_documents(const gitstore::TreeView& tree, const std::string& experiment) {
+  std::vector<std::string> out;
+  for (const auto& other : tree.folders(std::string(plan::kRunsFolder))) {
+    if (other == experiment) continue;
+    const std::string dir = std::string(plan::kRunsFolder) + "/" + other;
+    const gitstore::Entry* newest = nullptr;
+    int newest_run = 0;
+    auto entries = tree.list(dir);
+    for (const auto& e : entries)
+      if (auto n = record::run_number_of(e.name); n && *n > newest_run) {
+        newest_run = *n;
+        newest = &e;
+      }
+    if (!newest) continue;
+    if (auto doc = record::document_named(tree.read_blob(newest->oid()))) out.push_back(std::move(*doc));
+  }
+  return out;
+}
+
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
   if (auto doc = tree.read(ctx.plan.doc)) return *doc;
   std::string tpl_name = ctx.plan.template_path.value_or("(built-in template)");

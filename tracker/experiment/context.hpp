@@ -53,6 +53,10 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
 // The same for HEAD's tree.
 std::vector<record::Record> head_records(const Context& ctx);
 
+// The documents of the experiments in `tree` other than `experiment`: for each, the one its
+// newest record names (record::document_named; none for records written before they named it).
+std::vector<std::string> other_documents(const gitstore::TreeView& tree, const std::string& experiment);
+
 // The document text for the tree: the doc in the tree, or the template rendered from the
 // plan when the tree has no doc yet.
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx);
