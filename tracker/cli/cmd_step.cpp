@@ -11,7 +11,6 @@
 #include "experiment/revision_run.hpp"
 #include "experiment/rounds.hpp"
 #include "experiment/scheduler.hpp"
-#include "record/compare.hpp"
 #include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "util/files.hpp"
@@ -21,22 +20,6 @@
 
 namespace abtrack::cli {
 namespace {
-
-// The cells to measure next, in plan order: those without a run; with `invalid` also those whose
-// latest run is invalid (a fixed command or plan measures them), with `failed` those whose latest
-// run failed a gate. `failed_left`: the cells with a failed latest run that were left out.
-std::vector<plan::Cell> cells_to_run(const experiment::Context& ctx, bool invalid, bool failed, std::size_t* failed_left = nullptr) {
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return experiment::load_records(ctx, t, record::Part::header); });
-  std::vector<plan::Cell> out;
-  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
-    const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
-    if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
-      out.push_back(c.cell);
-    else if (failed_left && *latest == runner::Outcome::fail)
-      ++*failed_left;
-  }
-  return out;
-}
 
 // Parses --metric NAME=V[,V...] into samples.
 void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::vector<double>>& values) {
@@ -54,18 +37,6 @@ void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map
       throw Error(Exit::usage, fmt::format("--metric {}: '{}' is not a finite number", name, v));
     values[name].push_back(*x);
   }
-}
-
-// The cells of `rounds` rounds, each round a shuffled order of `cells` (Fisher–Yates over
-// mt19937_64, whose output the standard fixes, so a seed always gives the same schedule).
-experiment::Scheduled schedule(const std::vector<plan::Cell>& cells, int rounds, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  experiment::Scheduled out;
-  // Interleaved rounds of one invocation pair a cell with its baseline round by round.
-  const runner::Schedule base{1, rounds, seed, 1, rounds > 1 ? experiment::new_batch_id() : ""};
-  const std::vector<experiment::Unit> units = experiment::single_units(cells);
-  for (int r = 1; r <= rounds; ++r) experiment::append_round(out, units, r, base, rng, rounds > 1);
-  return out;
 }
 
 // `--rounds auto` or the plan's `rounds: auto`, with `--max-rounds` and `--budget` over the plan's.
@@ -183,7 +154,7 @@ int cmd_step(const Args& args) {
     return experiment::run_revisions(ctx, progress, revision_opts);
   }
   if (!cell) {
-    auto pending = cells_to_run(ctx, false, false);
+    auto pending = experiment::cells_to_run(ctx, false, false);
     if (pending.empty()) {
       info(args.global, fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
       return 0;
@@ -204,10 +175,11 @@ int cmd_step(const Args& args) {
     fmt::print("{}\n", experiment::result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
+  const auto schedule = experiment::fixed_rounds(experiment::single_units({*cell}), 1, 0, false);
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
-    experiment::run_parallel(ctx, progress, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule, 1, dirty, opts, exit_code);
   else
-    experiment::run_serial(ctx, progress, schedule({*cell}, 1, 0), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 
@@ -299,7 +271,7 @@ int cmd_run(const Args& args) {
     experiment::recover_journal(ctx, progress);
   }
   std::size_t failed_left = 0;
-  auto cells = all ? ctx.plan.cells() : cells_to_run(ctx, true, retry, &failed_left);
+  auto cells = all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, retry, &failed_left);
   if (cells.empty()) {
     info(args.global, fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)", ctx.plan.experiment,
                                   failed_left == 0 ? ""
@@ -324,10 +296,12 @@ int cmd_run(const Args& args) {
     });
     return exit_code;
   }
+  // Interleaved rounds of one invocation pair a cell with its baseline round by round.
+  const auto schedule = experiment::fixed_rounds(experiment::single_units(cells), rounds, *seed, rounds > 1);
   if (parallel > 1 || !ctx.plan.gpus.empty())
-    experiment::run_parallel(ctx, progress, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule, parallel, dirty, opts, exit_code);
   else
-    experiment::run_serial(ctx, progress, schedule(cells, rounds, *seed), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 

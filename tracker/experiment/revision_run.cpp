@@ -115,12 +115,9 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
     });
     return exit_code;
   }
-  std::mt19937_64 rng(seed);
   // Round r: the groups in a shuffled order, each group's revisions back to back, forwards in odd
   // rounds and backwards in even ones, so neither runs second (warmer) every time.
-  Scheduled schedule;
-  const runner::Schedule base{1, rounds, seed, 1, new_batch_id()};
-  for (int r = 1; r <= rounds; ++r) append_round(schedule, todo, r, base, rng, true);
+  const Scheduled schedule = fixed_rounds(todo, rounds, seed, true);
   progress.info(fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
                             schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
   runner::start_environment_probe();

@@ -156,6 +156,14 @@ void append_round(Scheduled& out, const std::vector<Unit>& units, int round, run
   }
 }
 
+Scheduled fixed_rounds(const std::vector<Unit>& units, int rounds, std::uint64_t seed, bool interleaved) {
+  std::mt19937_64 rng(seed);
+  Scheduled out;
+  const runner::Schedule base{1, rounds, seed, 1, interleaved ? new_batch_id() : ""};
+  for (int r = 1; r <= rounds; ++r) append_round(out, units, r, base, rng, interleaved);
+  return out;
+}
+
 void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& given, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round) {
   const plan::Plan& plan = ctx.plan;

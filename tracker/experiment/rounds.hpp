@@ -26,6 +26,12 @@ using Scheduled = std::vector<std::pair<plan::Cell, runner::Schedule>>;
 void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base, std::mt19937_64& rng,
                   bool shuffle);
 
+// `rounds` rounds of `units` (append_round's, round after round, from an mt19937_64 seeded with
+// `seed`). `interleaved`: the units' order is shuffled in each round and every entry gets a new
+// batch id (new_batch_id), so a cell pairs with its baseline round by round; otherwise the units
+// keep their order and no batch is named.
+Scheduled fixed_rounds(const std::vector<Unit>& units, int rounds, std::uint64_t seed, bool interleaved);
+
 // What `rounds: auto` needs to know.
 struct AutoRounds {
   int max_rounds = 20;

@@ -103,6 +103,19 @@ std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
   return fmt::format("{} keeps its {} earlier run{}", ctx.plan.label(cell), n, n == 1 ? "" : "s");
 }
 
+std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left) {
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
+  std::vector<plan::Cell> out;
+  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
+    const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
+    if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
+      out.push_back(c.cell);
+    else if (failed_left && *latest == runner::Outcome::fail)
+      ++*failed_left;
+  }
+  return out;
+}
+
 std::string new_batch_id() {
   return fmt::format("{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
 }

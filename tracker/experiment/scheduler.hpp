@@ -40,6 +40,12 @@ struct RunOptions {
   ExecutorFactory executors;
 };
 
+// The cells to measure next, in plan order: those without a run in HEAD; with `invalid` also
+// those whose latest run is invalid (a fixed command or plan measures them), with `failed` those
+// whose latest run failed a gate. `failed_left`: counts the cells with a failed latest run that
+// were left out.
+std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left = nullptr);
+
 // A batch id for the rounds of one invocation: random, whatever the seed, so that the rounds of
 // two invocations never merge.
 std::string new_batch_id();
