@@ -53,6 +53,7 @@ std::vector<record::Record> all_runs(const plan::Plan& p) {
 TEST_CASE("the plot sits beside the document and is linked relative to it") {
   auto p = plot_plan();
   CHECK(doc::plot_path(p) == "docs/My AB.svg");
+  CHECK(doc::document_files(p.doc) == std::vector<std::string>{"docs/My AB.md", "docs/My AB.svg"});
   CHECK(doc::plot_link_target(p) == "My%20AB.svg");
   CHECK(doc::plot_x_axis(p) == 1);  // the last axis
   auto regions = doc::render_regions(p, all_runs(p), doc::RenderOptions{true});

@@ -52,6 +52,17 @@ TEST_CASE("a malformed record names its file") {
                        doctest::Contains("runs/occ/0002.json: malformed run record: not a JSON object"), Error);
 }
 
+TEST_CASE("the document a record names, read without parsing the record") {
+  record::Record r;
+  r.experiment = "occ";
+  r.run = 3;
+  r.doc = "docs/OCC.md";
+  CHECK(record::document_named(record::to_json(r)) == "docs/OCC.md");
+  CHECK_FALSE(record::document_named("{\"schema\": 1, \"run\": 1}"));  // written before records named it
+  CHECK_FALSE(record::document_named("{\"doc\": 7}"));
+  CHECK_FALSE(record::document_named("not json"));
+}
+
 TEST_CASE("warm-up samples are kept apart from the samples, and read back") {
   record::Record r;
   r.experiment = "occ";

@@ -27,10 +27,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/code_identity.hpp"
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
-#include "cli/revision_run.hpp"
+#include "experiment/code_identity.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/revision_run.hpp"
 #include "stats/bisect.hpp"
 #include "stats/paired.hpp"
 #include "util/files.hpp"
@@ -114,16 +114,16 @@ std::string folder_of(const plan::Plan& plan, const std::string& id) { return pl
 // Whether `e` is one of abtrack's own commits, which a bisect does not test: a run, a drop, a
 // bisect step, or any commit that changes only abtrack's data (`data`: records, documents and
 // plots, declared outputs), whose code is its parent's.
-bool abtrack_commit(const Context& ctx, const gitstore::HistoryEntry& e, const std::vector<std::string>& data) {
+bool abtrack_commit(const experiment::Context& ctx, const gitstore::HistoryEntry& e, const std::vector<std::string>& data) {
   for (const char* key : {"Abtrack-Run", "Abtrack-Dropped", "Abtrack-Bisect"})
     if (!e.trailer(key).empty()) return true;
   return !e.first_parent.empty() && ctx.repo.same_tree_except(e.commit, e.first_parent, data);
 }
 
 // The paths that are not code, as folders without the trailing '/' (same_tree_except's form).
-std::vector<std::string> data_folders(const Context& ctx) {
+std::vector<std::string> data_folders(const experiment::Context& ctx) {
   std::vector<std::string> out;
-  for (auto p : data_paths(ctx)) {
+  for (auto p : experiment::data_paths(ctx)) {
     while (p.size() > 1 && p.back() == '/') p.pop_back();
     out.push_back(std::move(p));
   }
@@ -132,7 +132,7 @@ std::vector<std::string> data_folders(const Context& ctx) {
 
 // `commit`, or the newest commit of the user's below it on the first-parent chain when it is one
 // of abtrack's (`--bad main` after runs were committed on main names the code main holds).
-std::string users_commit(const Context& ctx, std::string commit, const std::vector<std::string>& data) {
+std::string users_commit(const experiment::Context& ctx, std::string commit, const std::vector<std::string>& data) {
   for (;;) {
     auto e = ctx.repo.entry(commit);
     if (!e || e->first_parent.empty() || !abtrack_commit(ctx, *e, data)) return commit;
@@ -145,7 +145,7 @@ std::string users_commit(const Context& ctx, std::string commit, const std::vect
 // the same good and bad). A trailing chain of `~N` and `^` steps back over the user's commits
 // (first parent); the rest is resolved by git's rules and, when it names one of abtrack's
 // commits, taken down to the user's commit below it. nullopt when it names no commit.
-std::optional<std::string> resolve_users(const Context& ctx, const std::string& spec, const std::vector<std::string>& data) {
+std::optional<std::string> resolve_users(const experiment::Context& ctx, const std::string& spec, const std::vector<std::string>& data) {
   std::size_t end = spec.size();
   int back = 0;
   while (end > 0) {
@@ -295,10 +295,10 @@ int arm_of(const Bisect& b, const record::Record& r) {
 // `commits` naming the commit of each arm, without committing a run. Appends the runs to `m` and
 // returns, per complete round (every arm a valid run with samples of the metric), the samples of
 // each arm in the order of `arms`.
-std::vector<std::vector<std::vector<double>>> measure(Context& ctx, const GlobalOptions& g, const Bisect& b,
+std::vector<std::vector<std::vector<double>>> measure(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b,
                                                       const std::array<std::string, 3>& commits, const std::vector<std::size_t>& arms,
                                                       std::size_t n, std::uint64_t seed_offset, Budget& budget, Measured& m) {
-  RevisionRunOptions opts;
+  experiment::RevisionRunOptions opts;
   for (std::size_t k = 0; k < 3; ++k) opts.overrides[b.names[k]] = commits[k];
   opts.rounds = static_cast<int>(n);
   if (b.seed) opts.seed = *b.seed + seed_offset;
@@ -306,13 +306,14 @@ std::vector<std::vector<std::vector<double>>> measure(Context& ctx, const Global
   for (std::size_t k : arms) group.push_back(b.cells[k]);
   opts.group = group;
   std::vector<record::Record> runs;
-  opts.run.results_to_stderr = true;
+  opts.run.results_as_info = true;
   opts.run.records = &runs;
   opts.run.commit = false;
   GlobalOptions quiet = g;  // the bisect prints its own progress, a line per batch
   quiet.quiet = true;
+  TerminalProgress progress(quiet);
   const auto start = Clock::now();
-  run_revisions(ctx, quiet, opts);  // its exit code: a failed or invalid run, judged below from the records
+  experiment::run_revisions(ctx, progress, opts);  // its exit code: a failed or invalid run, judged below from the records
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   budget.spent(runs.size(), seconds);
   m.invocations += runs.size();
@@ -441,12 +442,13 @@ json runs_of(const Bisect& b, const std::vector<record::Record>& runs) {
 
 // Builds revision `name` as `overrides` resolve it (cached by its tree and the build command):
 // the failed build's log (or its reason), or "" when it built.
-std::string build_failure(Context& ctx, const GlobalOptions& g, const std::map<std::string, std::string>& overrides,
+std::string build_failure(experiment::Context& ctx, const GlobalOptions& g, const std::map<std::string, std::string>& overrides,
                           const std::string& name) {
-  auto revisions = resolve_revisions(ctx, overrides);
+  TerminalProgress progress(g);
+  auto revisions = experiment::resolve_revisions(ctx, progress, overrides);
   for (auto& r : revisions)
     if (r.name == name) {
-      prepare_revision(ctx, g, r);
+      experiment::prepare_revision(ctx, progress, r);
       if (!r.failed_build) return {};
       const std::string& reason = r.failed_build->reason;
       auto log = reason.rfind("(log: ");
@@ -461,7 +463,7 @@ std::map<std::string, std::string> overrides_of(const Bisect& b, const std::arra
 
 // Step 0: bad against good, rounds added until bad is shown worse beyond min_effect, or not
 // worse, or the rounds (budget) run out. Both are built first; either failing is an error.
-void confirm(Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
+void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
              Step& s) {
   const std::array<std::string, 3> commits{good, bad, bad};
   for (std::size_t k : {kGood, kBad})
@@ -532,7 +534,7 @@ void confirm(Context& ctx, const GlobalOptions& g, const Bisect& b, const std::s
 // measured), then measures it against good and bad in the same rounds, rounds added until it lies
 // on one side of their midpoint (like good, like bad) or the rounds (budget) run out (undecided).
 // A step whose runs give no complete round is skipped.
-void probe(Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
+void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
            Step& s) {
   const std::array<std::string, 3> commits{good, s.commit, bad};
   if (auto failed = build_failure(ctx, g, overrides_of(b, commits), b.names[kTested]); !failed.empty()) {
@@ -782,7 +784,7 @@ std::string log_text(const gitstore::Repository& repo, const State& st, const Bi
 }
 
 // Commits the state and its log as the next step of the bisect: one commit, on HEAD's branch.
-void commit_state(Context& ctx, const State& st, const Bisect& b, const std::string& subject) {
+void commit_state(experiment::Context& ctx, const State& st, const Bisect& b, const std::string& subject) {
   const std::string folder = folder_of(b.plan, st.id);
   const std::string state_file = folder + "/bisect.json";
   const std::string text = to_json(st, b).dump(1) + "\n";
@@ -864,7 +866,8 @@ int cmd_bisect(const Args& args) {
   if (!good_spec || !bad_spec)
     throw Error(Exit::usage, "bisect needs --good REV and --bad REV", "e.g. abtrack bisect --good v1.2 --bad main --cell batch=64");
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   if (ctx.plan.executor == plan::ExecutorKind::slurm)
     throw Error(Exit::usage, "bisect measures its rounds here, interleaved; a plan with executor: slurm cannot interleave them",
                 "bisect with a copy of the plan without executor: slurm (abtrack -p COPY bisect ...)");
@@ -916,7 +919,7 @@ int cmd_bisect(const Args& args) {
       b.cells[k] = c;
     }
   } else {
-    const auto groups = revision_groups(plan);
+    const auto groups = experiment::revision_groups(plan);
     if (groups.size() != 1) {
       std::vector<std::string> axes;
       for (std::size_t i = 1; i < plan.axes.size(); ++i) axes.push_back(plan.axes[i].name + "=...");
@@ -1017,8 +1020,8 @@ int cmd_bisect(const Args& args) {
                      "noise can be bisected with fewer",
                      b.max_rounds, util::format_number(b.alpha_step), first));
 
-  preflight(ctx);
-  recover_journal(ctx);  // with the user's plan: what a killed `run` left is the plan's
+  experiment::preflight(ctx, progress);
+  experiment::recover_journal(ctx, progress);  // with the user's plan: what a killed `run` left is the plan's
   // From here on the runs measure with the bisect's plan: three revisions, good, tested and bad.
   ctx.plan = b.plan;
   Budget budget(b.budget_s);

@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "util/process.hpp"
 
 namespace abtrack::cli {
@@ -11,15 +11,16 @@ namespace abtrack::cli {
 int cmd_cancel(const Args& args) {
   for (std::size_t i = 0; i < args.rest.size(); ++i) unknown_argument("cancel", args.rest[i], {});
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
-  preflight(ctx);
-  int n = cancel_submissions(ctx, args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  experiment::preflight(ctx, progress);
+  int n = experiment::cancel_submissions(ctx, progress);
   if (n == 0) {
     info(args.global, fmt::format("no slurm job of {} is outstanding", ctx.plan.experiment));
     return 0;
   }
   // Cancelled tasks become invalid runs once Slurm has ended them (SIGTERM, then KillWait).
-  auto r = collect_submissions(ctx, args.global, 60);
+  auto r = experiment::collect_submissions(ctx, progress, 60);
   if (r.waiting > 0) info(args.global, fmt::format("{} task(s) still ending; `abtrack collect` commits them", r.waiting));
   return 0;
 }

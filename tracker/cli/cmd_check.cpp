@@ -159,10 +159,11 @@ int cmd_check(const Args& args) {
       else throw Error(Exit::usage, fmt::format("--format '{}' is not text or md", *v), "abtrack check --format md (a pull-request comment) or --format text");
     } else unknown_argument("check", a, {"--format", "--history", "--min-effect"});
   }
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   plan::Plan plan = ctx.plan;
   if (min_effect) plan.min_effect_pct = *min_effect;
-  auto records = head_records(ctx);
+  auto records = experiment::head_records(ctx);
   auto cells = record::cells_with_runs(plan, records);
   std::vector<CellRuns> previous;  // --history: each cell's previous code's pool (outlives comps)
   std::size_t with_p = 0;

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "cli/code_identity.hpp"
 #include "cli/commands.hpp"
-#include "cli/revisions.hpp"
+#include "experiment/code_identity.hpp"
+#include "experiment/revisions.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::cli {
@@ -23,16 +23,17 @@ int cmd_clean(const Args& args) {
       unknown_argument("clean", args.rest[i], {"--keep"});
     }
   }
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   // The trees the plan's revisions name now (built by its build command) are kept whatever
   // --keep says (the work tree's changes are not snapshot for this: its newest tree is among the
   // most recently used).
   std::vector<std::string> named;
-  const auto data = data_paths(ctx);
+  const auto data = experiment::data_paths(ctx);
   for (const auto& [name, spec] : ctx.plan.revisions)
-    if (spec != kWorktree)
-      if (auto commit = ctx.repo.resolve(spec)) named.push_back(tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
-  auto report = clean_trees(ctx, named, keep);
+    if (spec != experiment::kWorktree)
+      if (auto commit = ctx.repo.resolve(spec)) named.push_back(experiment::tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
+  auto report = experiment::clean_trees(ctx, progress, named, keep);
   auto rel = [&](const std::filesystem::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); };
   for (const auto& p : report.removed) fmt::print("removed {}\n", rel(p));
   for (const auto& p : report.in_use) fmt::print("kept {}: in use by a running abtrack\n", rel(p));

@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/record.hpp"
 #include "runner/environment.hpp"
 #include "runner/slurm.hpp"
@@ -19,10 +19,11 @@ int cmd_collect(const Args& args) {
     else unknown_argument("collect", args.rest[i], {"--wait"});
   }
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
-  preflight(ctx);
-  recover_journal(ctx);
-  auto r = collect_submissions(ctx, args.global, wait ? 1e9 : 0);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  experiment::preflight(ctx, progress);
+  experiment::recover_journal(ctx, progress);
+  auto r = experiment::collect_submissions(ctx, progress, wait ? 1e9 : 0);
   if (r.waiting > 0)
     info(args.global, fmt::format("{} run{} committed; {} task{} still pending or running", r.committed, r.committed == 1 ? "" : "s",
                                   r.waiting, r.waiting == 1 ? "" : "s"));

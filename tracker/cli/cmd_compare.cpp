@@ -113,8 +113,9 @@ int cmd_compare(const Args& args) {
     print(stats::compare(a, b, opts), positional[0], positional[1], json);
     return 0;
   }
-  Context ctx = open_context(args.global);
-  auto records = head_records(ctx);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  auto records = experiment::head_records(ctx);
   auto find = [&](const std::string& s) -> const record::Record& {
     auto n = util::parse_double(s);
     for (const auto& r : records)

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
 #include "doc/plot.hpp"
+#include "experiment/commit_run.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/text.hpp"
@@ -66,7 +66,8 @@ int cmd_drop(const Args& args) {
     }
   }
   if (!run) throw Error(Exit::usage, "drop needs a run number", "abtrack drop RUN [--reason TEXT]; abtrack log lists the runs");
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   const std::string path = record::record_path(ctx.plan.experiment, *run);
   const std::string grave = tombstone_path(ctx.plan.experiment, *run);
   // Wrong numbers are usage errors, found before anything is checked or written.
@@ -78,11 +79,11 @@ int cmd_drop(const Args& args) {
                  "abtrack log lists the runs");
   };
   if (auto e = ctx.repo.with_head(missing)) throw *e;
-  preflight(ctx);
+  experiment::preflight(ctx, progress);
   record::Record dropped;
   ctx.repo.commit([&](const gitstore::TreeView& tip) {
     if (auto e = missing(tip)) throw *e;  // another writer dropped it meanwhile
-    auto records = load_records(ctx, tip);
+    auto records = experiment::load_records(ctx, tip);
     auto it = std::find_if(records.begin(), records.end(), [&](const record::Record& r) { return r.run == *run; });
     if (it == records.end()) throw Error(Exit::environment, fmt::format("cannot read the record {}", path));
     dropped = *it;
@@ -93,8 +94,8 @@ int cmd_drop(const Args& args) {
     change.files.emplace_back(grave, tombstone(dropped, reason));
     // The document and the plot as a fresh render of the records left (what `verify` checks).
     auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
-    bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
-    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot));
+    bool plot = svg.has_value() || experiment::tree_has_plot(tip, ctx.plan);
+    change.files.emplace_back(ctx.plan.doc, experiment::rendered_document(experiment::base_document(tip, ctx), ctx.plan, records, plot));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     return change;
   });

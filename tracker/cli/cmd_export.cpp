@@ -11,7 +11,7 @@ namespace {
 
 // HEAD's records of the experiment, each parsed from its file: per-run rows show the run's own
 // comparison, which the record cache (head_records) does not keep.
-std::vector<record::Record> records_in_full(const Context& ctx) {
+std::vector<record::Record> records_in_full(const experiment::Context& ctx) {
   auto out = ctx.repo.with_head([&](const gitstore::TreeView& tree) {
     std::vector<record::Record> records;
     const std::string dir = ctx.plan.runs_dir();
@@ -41,8 +41,9 @@ int cmd_export(const Args& args) {
     }
   }
   if (!format) throw Error(Exit::usage, "export needs --format csv|md|json", "see abtrack help export");
-  Context ctx = open_context(args.global);
-  auto records = cells ? head_records(ctx) : records_in_full(ctx);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  auto records = cells ? experiment::head_records(ctx) : records_in_full(ctx);
   fmt::print("{}", doc::format_export(doc::export_table(ctx.plan, records, cells), *format));
   return 0;
 }

@@ -10,12 +10,13 @@ namespace fs = std::filesystem;
 
 int cmd_init(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("init", a, {});
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   ctx.repo.check_identity();
-  check_paths_are_ours(ctx);
+  experiment::check_paths_are_ours(ctx);
   const fs::path doc_file = ctx.repo.workdir() / ctx.plan.doc;
 
-  auto records = head_records(ctx);
+  auto records = experiment::head_records(ctx);
   std::error_code ec;
   std::string base;
   if (fs::exists(doc_file, ec)) {
@@ -25,10 +26,10 @@ int cmd_init(const Args& args) {
                   "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
                   "(also summary and runs, if you want them)");
   } else {
-    base = ctx.repo.with_head([&](const gitstore::TreeView& t) { return base_document(t, ctx); });
+    base = ctx.repo.with_head([&](const gitstore::TreeView& t) { return experiment::base_document(t, ctx); });
   }
-  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
-  std::string doc_text = rendered_document(base, ctx.plan, records, plot);
+  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return experiment::tree_has_plot(t, ctx.plan); });
+  std::string doc_text = experiment::rendered_document(base, ctx.plan, records, plot);
   if (doc_text != base || !fs::exists(doc_file, ec)) ctx.repo.write_work_tree(ctx.plan.doc, doc_text);
 
   std::vector<std::pair<std::string, std::string>> files;

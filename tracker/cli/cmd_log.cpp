@@ -40,8 +40,9 @@ int cmd_log(const Args& args) {
     else unknown_argument("log", a, {"--json", "--all"});
   }
   auto repo = gitstore::Repository::discover(std::filesystem::current_path());
-  std::string experiment;
-  if (!all) experiment = open_context(args.global).plan.experiment;
+  std::string only;  // the plan's experiment; empty: every experiment
+  TerminalProgress progress(args.global);
+  if (!all) only = experiment::open_context(args.global.plan, progress).plan.experiment;
   // Runs and drops (`abtrack drop`: Abtrack-Dropped) both name their experiment.
   auto entries = repo.history("Abtrack-Experiment");
   std::set<std::pair<std::string, std::string>> dropped;  // (experiment, run)
@@ -49,7 +50,7 @@ int cmd_log(const Args& args) {
     if (!e.trailer("Abtrack-Dropped").empty()) dropped.emplace(e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Dropped"));
   auto out = nlohmann::ordered_json::array();
   for (const auto& e : entries) {
-    if (!experiment.empty() && e.trailer("Abtrack-Experiment") != experiment) continue;
+    if (!only.empty() && e.trailer("Abtrack-Experiment") != only) continue;
     const std::string drop = e.trailer("Abtrack-Dropped");
     if (drop.empty() && e.trailer("Abtrack-Run").empty()) continue;
     char date[32];
@@ -67,7 +68,7 @@ int cmd_log(const Args& args) {
                        {"date", date}});
       else
         fmt::print("{} {:>5}  {}  {:<8} (drop of run {}){}\n", e.commit.substr(0, 12), drop, date, "dropped", drop,
-                   experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
+                   only.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
       continue;
     }
     const bool was_dropped = dropped.count({e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Run")}) > 0;
@@ -84,7 +85,7 @@ int cmd_log(const Args& args) {
       // The code the run measured (for a revision's run, what its revision resolved to).
       fmt::print("{} {:>5}  {}  {:<8} {}  code {}{}{}\n", e.commit.substr(0, 12), e.trailer("Abtrack-Run"), date,
                  e.trailer("Abtrack-Outcome"), e.trailer("Abtrack-Cell"), short_code(e.trailer("Abtrack-Code")),
-                 was_dropped ? " [dropped]" : "", experiment.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
+                 was_dropped ? " [dropped]" : "", only.empty() ? "  (" + e.trailer("Abtrack-Experiment") + ")" : "");
     }
   }
   if (json) fmt::print("{}\n", out.dump(2));

@@ -47,7 +47,7 @@ std::string line_diff(const std::string& name, const std::string& have, const st
 }  // namespace
 
 // The document's path and text in the work tree. Throws Error(usage) when there is none.
-static std::pair<fs::path, std::string> work_tree_document(const Context& ctx) {
+static std::pair<fs::path, std::string> work_tree_document(const experiment::Context& ctx) {
   fs::path file = ctx.repo.workdir() / ctx.plan.doc;
   std::error_code ec;
   if (!fs::exists(file, ec))
@@ -56,7 +56,7 @@ static std::pair<fs::path, std::string> work_tree_document(const Context& ctx) {
 }
 
 // The plot's bytes in the work tree, or nothing when there is no such file.
-static std::optional<std::string> work_tree_plot(const Context& ctx) {
+static std::optional<std::string> work_tree_plot(const experiment::Context& ctx) {
   fs::path file = ctx.repo.workdir() / doc::plot_path(ctx.plan);
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;
@@ -65,12 +65,13 @@ static std::optional<std::string> work_tree_plot(const Context& ctx) {
 
 int cmd_render(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("render", a, {});
-  Context ctx = open_context(args.global);
-  check_paths_are_ours(ctx);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  experiment::check_paths_are_ours(ctx);
   auto [file, text] = work_tree_document(ctx);
-  auto records = head_records(ctx);
+  auto records = experiment::head_records(ctx);
   // The plot is redrawn too (deterministic bytes from the same records), as a step would.
-  auto [fresh, svg] = fresh_render(ctx, text, records);
+  auto [fresh, svg] = experiment::fresh_render(ctx, text, records);
   std::vector<std::string> written;
   if (fresh != text) {
     ctx.repo.write_work_tree(ctx.plan.doc, fresh);
@@ -89,12 +90,13 @@ int cmd_render(const Args& args) {
 
 int cmd_verify(const Args& args) {
   for (const auto& a : args.rest) unknown_argument("verify", a, {});
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   auto [file, text] = work_tree_document(ctx);
-  auto records = head_records(ctx);
+  auto records = experiment::head_records(ctx);
   std::vector<std::string> problems;
   auto have = doc::region_contents(text, ctx.plan.doc);
-  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  bool plot = ctx.repo.with_head([&](const gitstore::TreeView& t) { return experiment::tree_has_plot(t, ctx.plan); });
   auto want = doc::render_regions(ctx.plan, records, doc::RenderOptions{plot});
   std::string diffs;
   for (const auto& [name, content] : have) {

@@ -15,8 +15,9 @@ int cmd_status(const Args& args) {
     if (a == "--json") json = true;
     else unknown_argument("status", a, {"--json"});
   }
-  Context ctx = open_context(args.global);
-  auto records = head_records(ctx);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  auto records = experiment::head_records(ctx);
   auto cells = record::cells_with_runs(ctx.plan, records);
   std::size_t pending = 0, pass = 0, fail = 0, invalid = 0;
   for (const auto& c : cells) {

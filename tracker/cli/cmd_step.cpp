@@ -6,12 +6,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "cli/commit_run.hpp"
 #include "cli/progress.hpp"
-#include "cli/revision_run.hpp"
-#include "cli/rounds.hpp"
-#include "cli/scheduler.hpp"
-#include "record/compare.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/revision_run.hpp"
+#include "experiment/rounds.hpp"
+#include "experiment/scheduler.hpp"
 #include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "util/files.hpp"
@@ -21,22 +20,6 @@
 
 namespace abtrack::cli {
 namespace {
-
-// The cells to measure next, in plan order: those without a run; with `invalid` also those whose
-// latest run is invalid (a fixed command or plan measures them), with `failed` those whose latest
-// run failed a gate. `failed_left`: the cells with a failed latest run that were left out.
-std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left = nullptr) {
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
-  std::vector<plan::Cell> out;
-  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
-    const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
-    if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
-      out.push_back(c.cell);
-    else if (failed_left && *latest == runner::Outcome::fail)
-      ++*failed_left;
-  }
-  return out;
-}
 
 // Parses --metric NAME=V[,V...] into samples.
 void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::vector<double>>& values) {
@@ -54,18 +37,6 @@ void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map
       throw Error(Exit::usage, fmt::format("--metric {}: '{}' is not a finite number", name, v));
     values[name].push_back(*x);
   }
-}
-
-// The cells of `rounds` rounds, each round a shuffled order of `cells` (Fisher–Yates over
-// mt19937_64, whose output the standard fixes, so a seed always gives the same schedule).
-Scheduled schedule(const std::vector<plan::Cell>& cells, int rounds, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Scheduled out;
-  // Interleaved rounds of one invocation pair a cell with its baseline round by round.
-  const runner::Schedule base{1, rounds, seed, 1, rounds > 1 ? new_batch_id() : ""};
-  const std::vector<Unit> units = single_units(cells);
-  for (int r = 1; r <= rounds; ++r) append_round(out, units, r, base, rng, rounds > 1);
-  return out;
 }
 
 // `--rounds auto` or the plan's `rounds: auto`, with `--max-rounds` and `--budget` over the plan's.
@@ -105,13 +76,13 @@ struct RoundsArgs {
     return false;
   }
   // The auto design this invocation runs, if any; a usage error when the plan cannot decide.
-  std::optional<AutoRounds> design(const plan::Plan& plan, std::uint64_t seed, bool dry_run) const {
+  std::optional<experiment::AutoRounds> design(const plan::Plan& plan, std::uint64_t seed, bool dry_run) const {
     if (!(automatic || (plan.rounds_auto && !given))) {
       if (max_rounds || budget_s) throw Error(Exit::usage, "--max-rounds and --budget are for rounds: auto", "add --rounds auto");
       return std::nullopt;
     }
     if (auto problem = plan::auto_rounds_problem(plan)) throw Error(Exit::usage, problem->first, problem->second);
-    AutoRounds a;
+    experiment::AutoRounds a;
     a.max_rounds = max_rounds.value_or(plan.max_rounds);
     a.budget_s = budget_s ? budget_s : plan.budget_s;
     a.seed = seed;
@@ -125,7 +96,7 @@ struct RoundsArgs {
 int cmd_step(const Args& args) {
   std::optional<std::string> cell_spec, record_file;
   std::vector<std::string> metric_specs;
-  RunOptions opts;
+  experiment::RunOptions opts;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
     if (args.rest[i] == "--no-commit") {
       opts.dry_run = true;
@@ -140,7 +111,8 @@ int cmd_step(const Args& args) {
     else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric", "--no-commit"});
   }
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   // Validate everything the user typed before anything runs or is written.
   std::optional<plan::Cell> cell;
   if (cell_spec) cell = ctx.plan.parse_cell(*cell_spec);
@@ -171,18 +143,18 @@ int cmd_step(const Args& args) {
   // recovery of journaled runs (that commits).
   bool dirty = false;
   if (!opts.dry_run) {
-    dirty = preflight(ctx);
-    recover_journal(ctx);
+    dirty = experiment::preflight(ctx, progress);
+    experiment::recover_journal(ctx, progress);
   }
   if (!ctx.plan.revisions.empty() && !record_file && metric_specs.empty()) {
-    RevisionRunOptions revision_opts;
+    experiment::RevisionRunOptions revision_opts;
     revision_opts.only = cell;
     revision_opts.step = true;
     revision_opts.run = opts;
-    return run_revisions(ctx, args.global, revision_opts);
+    return experiment::run_revisions(ctx, progress, revision_opts);
   }
   if (!cell) {
-    auto pending = cells_to_run(ctx, false, false);
+    auto pending = experiment::cells_to_run(ctx, false, false);
     if (pending.empty()) {
       info(args.global, fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
       return 0;
@@ -194,19 +166,20 @@ int cmd_step(const Args& args) {
   if (record_file || !metric_specs.empty()) {
     auto run = runner::run_from_values(ctx.plan, *cell, output, values, record_file ? "record-file" : "metric-option");
     if (opts.dry_run) {
-      auto rec = compared_with_head(ctx, draft_record(ctx, run, record::Code{}));
-      fmt::print("{}\n", dry_result_line(ctx.plan, rec));
+      auto rec = experiment::compared_with_head(ctx, experiment::draft_record(ctx, progress, run, record::Code{}));
+      fmt::print("{}\n", experiment::dry_result_line(ctx.plan, rec));
       return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
     }
-    auto code = code_identity(ctx, dirty);
-    auto rec = journal_and_commit(ctx, draft_record(ctx, run, code));
-    fmt::print("{}\n", result_line(ctx.plan, rec));
+    auto code = experiment::code_identity(ctx, progress, dirty);
+    auto rec = experiment::journal_and_commit(ctx, progress, experiment::draft_record(ctx, progress, run, code));
+    fmt::print("{}\n", experiment::result_line(ctx.plan, rec));
     return rec.data.outcome == runner::Outcome::pass ? 0 : static_cast<int>(Exit::run_failed);
   }
+  const auto schedule = experiment::fixed_rounds(experiment::single_units({*cell}), 1, 0, false);
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
-    run_parallel(ctx, args.global, schedule({*cell}, 1, 0), 1, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule, 1, dirty, opts, exit_code);
   else
-    run_serial(ctx, args.global, schedule({*cell}, 1, 0), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 
@@ -214,7 +187,7 @@ int cmd_run(const Args& args) {
   RoundsArgs rounds_arg;
   std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
   bool all = false, detach = false, retry = false, keep_going = false, rebuild = false;
-  RunOptions opts;
+  experiment::RunOptions opts;
   std::optional<int> jobs;
   std::optional<std::uint64_t> seed;
   for (std::size_t i = 0; i < args.rest.size(); ++i) {
@@ -250,14 +223,15 @@ int cmd_run(const Args& args) {
   }
   opts.early_stop = !keep_going;
   util::install_interrupt_handlers();
-  Context ctx = open_context(args.global);
-  RevisionRunOptions revision_opts;
-  for (const auto& s : rev_specs) add_revision_override(ctx.plan, s, revision_opts.overrides);
+  TerminalProgress progress(args.global);
+  experiment::Context ctx = experiment::open_context(args.global.plan, progress);
+  experiment::RevisionRunOptions revision_opts;
+  for (const auto& s : rev_specs) experiment::add_revision_override(ctx.plan, s, revision_opts.overrides);
   if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   const auto automatic = rounds_arg.design(ctx.plan, *seed, opts.dry_run);
   // A dry run says, from the pools already recorded, how many rounds each design would need.
   if (opts.dry_run && ctx.plan.baseline)
-    for (const auto& line : expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds)) info(args.global, "expected: " + line);
+    for (const auto& line : experiment::expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds)) info(args.global, "expected: " + line);
   const int rounds = rounds_arg.given ? rounds_arg.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 1;
   if (!ctx.plan.revisions.empty()) {
     if (detach) throw Error(Exit::usage, "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
@@ -271,10 +245,10 @@ int cmd_run(const Args& args) {
     revision_opts.rebuild = rebuild;
     revision_opts.run = opts;
     if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
-      preflight(ctx);
-      recover_journal(ctx);
+      experiment::preflight(ctx, progress);
+      experiment::recover_journal(ctx, progress);
     }
-    return run_revisions(ctx, args.global, revision_opts);
+    return experiment::run_revisions(ctx, progress, revision_opts);
   }
   if (rebuild)
     throw Error(Exit::usage, "--rebuild is for a plan with revisions: (it builds each revision's tree again)",
@@ -293,11 +267,11 @@ int cmd_run(const Args& args) {
                 "`abtrack step --no-commit --cell ...` runs one cell here without committing");
   bool dirty = false;
   if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
-    dirty = preflight(ctx);
-    recover_journal(ctx);
+    dirty = experiment::preflight(ctx, progress);
+    experiment::recover_journal(ctx, progress);
   }
   std::size_t failed_left = 0;
-  auto cells = all ? ctx.plan.cells() : cells_to_run(ctx, true, retry, &failed_left);
+  auto cells = all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, retry, &failed_left);
   if (cells.empty()) {
     info(args.global, fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)", ctx.plan.experiment,
                                   failed_left == 0 ? ""
@@ -306,26 +280,28 @@ int cmd_run(const Args& args) {
     return 0;
   }
   if (rounds > 1 && !automatic) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
-  if (slurm) return run_slurm(ctx, args.global, cells, dirty, detach);
+  if (slurm) return experiment::run_slurm(ctx, progress, cells, dirty, detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
   int parallel = jobs.value_or(ctx.plan.jobs);
   if (automatic) {
     std::vector<record::Record> records;
     int round = 0;
-    run_auto_rounds(ctx, args.global, single_units(cells), *automatic, records, [&](const Scheduled& s) {
-      RunOptions o = opts;
+    experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records, [&](const experiment::Scheduled& s) {
+      experiment::RunOptions o = opts;
       o.records = &records;
       o.setup_done = ++round > 1;
-      if (parallel > 1 || !ctx.plan.gpus.empty()) run_parallel(ctx, args.global, s, parallel, dirty, o, exit_code);
-      else run_serial(ctx, args.global, s, dirty, o, exit_code);
+      if (parallel > 1 || !ctx.plan.gpus.empty()) experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
+      else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
     });
     return exit_code;
   }
+  // Interleaved rounds of one invocation pair a cell with its baseline round by round.
+  const auto schedule = experiment::fixed_rounds(experiment::single_units(cells), rounds, *seed, rounds > 1);
   if (parallel > 1 || !ctx.plan.gpus.empty())
-    run_parallel(ctx, args.global, schedule(cells, rounds, *seed), parallel, dirty, opts, exit_code);
+    experiment::run_parallel(ctx, progress, schedule, parallel, dirty, opts, exit_code);
   else
-    run_serial(ctx, args.global, schedule(cells, rounds, *seed), dirty, opts, exit_code);
+    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 

@@ -4,7 +4,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "cli/args.hpp"
+#include "cli/progress.hpp"
+#include "experiment/context.hpp"
 
 namespace abtrack::cli {
 

@@ -47,6 +47,12 @@ std::string fit(const std::string& s, std::size_t columns) {
 
 }  // namespace
 
+void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
+
+void info(const GlobalOptions& g, const std::string& message) {
+  if (!g.quiet) fmt::print(stderr, "abtrack: {}\n", message);
+}
+
 bool colour_enabled(int fd) {
   const char* no = std::getenv("NO_COLOR");
   if (no && *no) return false;
@@ -71,14 +77,14 @@ std::string format_duration(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-Progress::Progress(const GlobalOptions& g, std::size_t total)
+ProgressLine::ProgressLine(const GlobalOptions& g, std::size_t total)
     : m_quiet(g.quiet), m_tty(!g.quiet && !g.verbose && ::isatty(STDERR_FILENO) == 1), m_total(total),
       m_start(std::chrono::steady_clock::now()), m_cell_start(m_start) {
   // The elapsed time moves on while a long cell runs: redraw once a second.
   if (m_tty) m_ticker = std::thread([this] { tick(); });
 }
 
-Progress::~Progress() {
+ProgressLine::~ProgressLine() {
   {
     std::lock_guard lock(m_mutex);
     m_stop = true;
@@ -88,7 +94,7 @@ Progress::~Progress() {
   if (m_ticker.joinable()) m_ticker.join();
 }
 
-void Progress::tick() {
+void ProgressLine::tick() {
   std::unique_lock lock(m_mutex);
   while (!m_stop) {
     m_wake.wait_for(lock, std::chrono::seconds(1));
@@ -96,7 +102,7 @@ void Progress::tick() {
   }
 }
 
-std::string Progress::status_text() const {
+std::string ProgressLine::status_text() const {
   std::string s = fmt::format("[{}/{}] {}", m_index + 1, m_total, m_label);
   if (m_repeats > 1) s += fmt::format("  repeat {}/{}", m_repeat + 1, m_repeats);
   s += fmt::format("  elapsed {}", format_duration(since(m_start)));
@@ -108,7 +114,7 @@ std::string Progress::status_text() const {
   return s;
 }
 
-void Progress::draw_locked() {
+void ProgressLine::draw_locked() {
   if (!m_tty) return;
   std::string text = fit("abtrack: " + status_text(), terminal_columns() - 1);
   std::size_t width = display_width(text);
@@ -120,14 +126,14 @@ void Progress::draw_locked() {
   m_shown = width;
 }
 
-void Progress::clear_locked() {
+void ProgressLine::clear_locked() {
   if (!m_tty || m_shown == 0) return;
   std::fputs(("\r" + std::string(m_shown, ' ') + "\r").c_str(), stderr);
   std::fflush(stderr);
   m_shown = 0;
 }
 
-void Progress::start_cell(std::size_t index, const std::string& label) {
+void ProgressLine::start_cell(std::size_t index, const std::string& label) {
   std::lock_guard lock(m_mutex);
   m_index = index;
   m_label = label;
@@ -140,7 +146,7 @@ void Progress::start_cell(std::size_t index, const std::string& label) {
   else fmt::print(stderr, "abtrack: {}\n", status_text());
 }
 
-void Progress::invocation(int repeat, int repeats) {
+void ProgressLine::invocation(int repeat, int repeats) {
   std::lock_guard lock(m_mutex);
   m_repeat = repeat;
   m_repeats = repeats;
@@ -149,7 +155,7 @@ void Progress::invocation(int repeat, int repeats) {
   else fmt::print(stderr, "abtrack: [{}/{}] {}: invocation {}/{}\n", m_index + 1, m_total, m_label, repeat + 1, repeats);
 }
 
-void Progress::cell_measured() {
+void ProgressLine::cell_measured() {
   std::lock_guard lock(m_mutex);
   m_done_seconds += since(m_cell_start);
   ++m_done;
@@ -157,7 +163,7 @@ void Progress::cell_measured() {
   clear_locked();
 }
 
-void Progress::print_result(const std::string& line, runner::Outcome outcome, const std::string& details) {
+void ProgressLine::print_result(const std::string& line, runner::Outcome outcome, const std::string& details) {
   std::lock_guard lock(m_mutex);
   clear_locked();
   fmt::print("{}\n{}", coloured_result(line, outcome, colour_enabled(STDOUT_FILENO)), details);
@@ -221,5 +227,42 @@ util::OutputFn output_echo(std::string prefix) {
     write(out);
   };
 }
+
+void TerminalProgress::info(const std::string& message) { cli::info(m_global, message); }
+
+void TerminalProgress::warn(const std::string& message) { cli::warn(message); }
+
+void TerminalProgress::print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void TerminalProgress::result(const std::string& line, const record::Record& rec) {
+  if (m_line) return m_line->print_result(line, rec.data.outcome, stderr_excerpt(rec));
+  print(fmt::format("{}\n{}", line, stderr_excerpt(rec)));
+}
+
+util::OutputFn TerminalProgress::command_output(const std::string& prefix) {
+  return m_global.verbose ? output_echo(prefix) : util::OutputFn{};
+}
+
+void TerminalProgress::cells_started(std::size_t total) {
+  m_line.reset();  // the line of cells before, if any, is cleared first
+  m_line = std::make_unique<ProgressLine>(m_global, total);
+}
+
+void TerminalProgress::cell_started(std::size_t index, const std::string& label) {
+  if (m_line) m_line->start_cell(index, label);
+}
+
+void TerminalProgress::invocation_started(int repeat, int repeats) {
+  if (m_line) m_line->invocation(repeat, repeats);
+}
+
+void TerminalProgress::cell_measured() {
+  if (m_line) m_line->cell_measured();
+}
+
+void TerminalProgress::cells_done() { m_line.reset(); }
 
 }  // namespace abtrack::cli

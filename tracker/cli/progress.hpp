@@ -1,18 +1,27 @@
 #pragma once
-// Progress of `step`/`run` on stderr: one line redrawn in place on a terminal (cell i/N,
-// repeat, elapsed, ETA from the cells done so far), plain lines otherwise (and with -v, whose
-// streamed output would tear a redrawn line), nothing with -q.
+// What abtrack shows on the terminal: warnings and info lines on stderr, results on stdout, and
+// while cells run one after the other their progress on stderr: one line redrawn in place on a
+// terminal (cell i/N, repeat, elapsed, ETA from the cells done so far), plain lines otherwise
+// (and with -v, whose streamed output would tear a redrawn line), nothing with -q.
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
-#include "cli/context.hpp"
+#include "cli/args.hpp"
+#include "experiment/progress.hpp"
+#include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/process.hpp"
 
 namespace abtrack::cli {
+
+// Prints "abtrack: warning: ..." to stderr.
+void warn(const std::string& message);
+// Prints a progress/info line to stderr unless quiet.
+void info(const GlobalOptions& g, const std::string& message);
 
 // Whether output to `fd` may be coloured: a terminal, NO_COLOR unset (or empty) and TERM not "dumb".
 bool colour_enabled(int fd);
@@ -35,13 +44,14 @@ std::string stderr_excerpt(const record::Record& rec);
 // without one the bytes go through as they come.
 util::OutputFn output_echo(std::string prefix = {});
 
-class Progress {
+// The progress of cells measured one after the other.
+class ProgressLine {
  public:
   // `total`: the cells this invocation runs. A terminal on stderr gets the redrawn line.
-  Progress(const GlobalOptions& g, std::size_t total);
-  ~Progress();
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
+  ProgressLine(const GlobalOptions& g, std::size_t total);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
 
   // Cell `index` (0-based) starts.
   void start_cell(std::size_t index, const std::string& label);
@@ -76,6 +86,29 @@ class Progress {
   std::condition_variable m_wake;
   bool m_stop = false;
   std::thread m_ticker;
+};
+
+// The engine's Progress on the terminal, as the global options ask: info lines unless -q,
+// the commands' output with -v (output_echo), a ProgressLine while cells run one after the other.
+// A result is coloured (on a terminal without NO_COLOR) while that line is up.
+class TerminalProgress final : public experiment::Progress {
+ public:
+  explicit TerminalProgress(const GlobalOptions& g) : m_global(g) {}
+
+  void info(const std::string& message) override;
+  void warn(const std::string& message) override;
+  void print(const std::string& text) override;
+  void result(const std::string& line, const record::Record& rec) override;
+  util::OutputFn command_output(const std::string& prefix) override;
+  void cells_started(std::size_t total) override;
+  void cell_started(std::size_t index, const std::string& label) override;
+  void invocation_started(int repeat, int repeats) override;
+  void cell_measured() override;
+  void cells_done() override;
+
+ private:
+  GlobalOptions m_global;
+  std::unique_ptr<ProgressLine> m_line;  // while cells run one after the other
 };
 
 }  // namespace abtrack::cli

@@ -151,6 +151,8 @@ std::string plot_path(std::string_view doc_path) {
   return doc + ".svg";
 }
 
+std::vector<std::string> document_files(std::string_view doc) { return {std::string(doc), plot_path(doc)}; }
+
 std::string plot_link_target(const plan::Plan& plan) {
   std::string p = plot_path(plan);
   auto slash = p.rfind('/');

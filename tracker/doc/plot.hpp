@@ -17,6 +17,9 @@ std::string plot_path(const plan::Plan& plan);
 // The same for a document's path.
 std::string plot_path(std::string_view doc);
 
+// The files abtrack writes for the document at `doc` (repo-relative): the document and its plot.
+std::vector<std::string> document_files(std::string_view doc);
+
 // Whether the plan gets a plot at all: `plot:` not false, an axis, and a metric with `better:`.
 bool plan_has_plot(const plan::Plan& plan);
 

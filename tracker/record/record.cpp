@@ -674,4 +674,10 @@ Record parse_record(std::string_view text, const std::string& name) {
   return r;
 }
 
+std::optional<std::string> document_named(std::string_view text) {
+  auto j = ojson::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("doc") || !j["doc"].is_string()) return std::nullopt;
+  return j["doc"].get<std::string>();
+}
+
 }  // namespace abtrack::record

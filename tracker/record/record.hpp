@@ -138,4 +138,9 @@ std::optional<Build> parse_build(std::string_view text);
 // when the JSON is malformed or lacks a required field.
 Record parse_record(std::string_view text, const std::string& name);
 
+// The document a record names (its `doc`: the plan's document when the run was made), read from
+// the record's JSON alone, without parsing it as a Record: nullopt for text that is not a JSON
+// object, or a record written before records named it. Never throws.
+std::optional<std::string> document_named(std::string_view text);
+
 }  // namespace abtrack::record

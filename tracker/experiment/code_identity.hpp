@@ -6,12 +6,12 @@
 // whatever commits lie between them.
 #include <optional>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "gitstore/repository.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // The paths that are not code, for the plan in HEAD: `runs/`, this plan's document and plot,
 // the documents and plots the other experiments' newest records name, the plan's declared
@@ -20,8 +20,9 @@ gitstore::PathSet data_paths(const Context& ctx);
 
 // The code a run measures: HEAD's code commit (the commit its run named, while HEAD still holds
 // that code), a snapshot commit when the work tree's code differs from HEAD, and the content
-// identity. `dirty` is the result of a scan just made, if any.
-record::Code code_identity(const Context& ctx, std::optional<bool> dirty = std::nullopt);
+// identity. `dirty` is the result of a scan just made, if any. A snapshot that cannot be made is
+// a warning to `progress` (the code is then recorded dirty without one).
+record::Code code_identity(const Context& ctx, Progress& progress, std::optional<bool> dirty = std::nullopt);
 
 // Starts watching for outputs: remembers the untracked files as they are before any command
 // of this invocation runs (called by the preflight).
@@ -32,12 +33,12 @@ void watch_outputs(const Context& ctx);
 // again by a later run (the same file, or one of the same name with another cell's values) it is
 // an output: added to .git/abtrack/outputs, with one warning naming it and the .gitignore lines
 // that would keep it out of `git status`. `cell`: the cell whose values become '*' in those
-// patterns and lines. Returns the files that became outputs. Does nothing unless watch_outputs
-// was called.
-std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell);
+// patterns and lines; the warning goes to `progress`. Returns the files that became outputs.
+// Does nothing unless watch_outputs was called.
+std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, const plan::Cell* cell);
 
 // `code` (taken before a run) without the files that became outputs during it: the snapshot's
 // tree without the data paths as they are now, and no snapshot at all when only outputs made it.
 record::Code without_outputs(const Context& ctx, record::Code code);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,4 +1,4 @@
-#include "cli/scheduler.hpp"
+#include "experiment/scheduler.hpp"
 
 
 #include <algorithm>
@@ -13,8 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/commit_run.hpp"
-#include "cli/progress.hpp"
+#include "experiment/commit_run.hpp"
 #include "record/compare.hpp"
 #include "runner/slurm.hpp"
 #include "util/lock.hpp"
@@ -22,7 +21,7 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
 util::ProcessSpec CommandExecutor::with_gpu(const util::ProcessSpec& spec) const {
@@ -104,6 +103,19 @@ std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
   return fmt::format("{} keeps its {} earlier run{}", ctx.plan.label(cell), n, n == 1 ? "" : "s");
 }
 
+std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left) {
+  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
+  std::vector<plan::Cell> out;
+  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
+    const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
+    if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
+      out.push_back(c.cell);
+    else if (failed_left && *latest == runner::Outcome::fail)
+      ++*failed_left;
+  }
+  return out;
+}
+
 std::string new_batch_id() {
   return fmt::format("{:016x}", (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
 }
@@ -133,10 +145,11 @@ Site site_of(const Context& ctx, const RunOptions& opts, const plan::Cell& cell,
 
 // The code a cell measures, taken (on the calling thread: libgit2) when it starts: its
 // revision's, or the work tree's (none for a dry run: it makes no snapshot).
-record::Code code_at_start(const Context& ctx, const RunOptions& opts, const Site& site, std::optional<bool> dirty) {
+record::Code code_at_start(const Context& ctx, Progress& progress, const RunOptions& opts, const Site& site,
+                           std::optional<bool> dirty) {
   if (site.rev) return site.rev->code;
   if (opts.dry_run) return {};
-  return code_identity(ctx, dirty);
+  return code_identity(ctx, progress, dirty);
 }
 
 // "round 2/6 rev=mine x=1" for a cell of several rounds, else its label.
@@ -144,45 +157,63 @@ std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const
   return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell)) : plan.label(cell);
 }
 
-std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, const GlobalOptions& g, const std::string& echo_prefix) {
+std::unique_ptr<runner::Executor> make_executor(const RunOptions& opts, const std::string& gpu, util::OutputFn echo) {
+  if (opts.executors) return opts.executors(gpu, std::move(echo));
+  return std::make_unique<CommandExecutor>(gpu, std::move(echo));
+}
+
+std::optional<runner::SetupResult> run_plan_setup(const Context& ctx, Progress& progress, const RunOptions& opts,
+                                                  const std::string& echo_prefix) {
   if (util::trim(ctx.plan.setup).empty()) return std::nullopt;
-  CommandExecutor executor("", g.verbose ? output_echo(echo_prefix) : util::OutputFn{});
-  info(g, "setup: " + ctx.plan.setup);
-  auto setup = runner::run_setup(ctx.plan, executor);
-  if (!setup.ok) warn(setup.reason + "; every run of this invocation is recorded as invalid");
+  auto executor = make_executor(opts, "", progress.command_output(echo_prefix));
+  progress.info("setup: " + ctx.plan.setup);
+  auto setup = runner::run_setup(ctx.plan, *executor);
+  if (!setup.ok) progress.warn(setup.reason + "; every run of this invocation is recorded as invalid");
   return setup;
 }
 
+// Progress::cells_started, and cells_done when the scope ends, also by an exception.
+class CellsShown {
+ public:
+  CellsShown(Progress& progress, std::size_t total) : m_progress(progress) { m_progress.cells_started(total); }
+  ~CellsShown() { m_progress.cells_done(); }
+  CellsShown(const CellsShown&) = delete;
+  CellsShown& operator=(const CellsShown&) = delete;
+
+ private:
+  Progress& m_progress;
+};
+
 }  // namespace
 
-void run_serial(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit) {
-  CommandExecutor executor("", g.verbose ? output_echo() : util::OutputFn{});
-  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "");
-  Progress bar(g, cells.size());
+  auto executor = make_executor(opts, "", progress.command_output(""));
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, opts, "");
+  CellsShown shown(progress, cells.size());
   EarlyStop early;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
     const Site site = site_of(ctx, opts, cell, setup);
     const record::Code code =
-        code_at_start(ctx, opts, site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
-    bar.start_cell(i, progress_label(ctx.plan, cell, sched));
-    auto progress = [&](int r, int n) { bar.invocation(r, n); };
+        code_at_start(ctx, progress, opts, site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
+    progress.cell_started(i, progress_label(ctx.plan, cell, sched));
+    auto invocation = [&](int r, int n) { progress.invocation_started(r, n); };
     runner::Run run;
     try {
-      run = runner::run_cell(site.plan, cell, executor, site.before, progress);
+      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation);
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
       throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
                                                  ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
     }
-    bar.cell_measured();
-    auto draft = draft_record(ctx, run, code, site.rev);
-    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, draft);
+    progress.cell_measured();
+    auto draft = draft_record(ctx, progress, run, code, site.rev);
+    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, progress, draft);
     const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
-    if (opts.results_to_stderr) info(g, line);
-    else bar.print_result(line, rec.data.outcome, stderr_excerpt(rec));
+    if (opts.results_as_info) progress.info(line);
+    else progress.result(line, rec);
     if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
     if (opts.records) opts.records->push_back(rec);
     if (opts.early_stop)
@@ -202,9 +233,9 @@ struct Finished {
 
 }  // namespace
 
-void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                   int jobs, bool dirty, const RunOptions& opts, int& worst_exit) {
-  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, g, "[setup] ");
+  const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, opts, "[setup] ");
   std::deque<std::string> free_gpus(ctx.plan.gpus.begin(), ctx.plan.gpus.end());
   if (!free_gpus.empty()) jobs = std::min<int>(jobs, static_cast<int>(free_gpus.size()));
   jobs = std::max(1, jobs);
@@ -239,15 +270,11 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
         continue;
       }
       if (slot.draft) {
-        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : !opts.commit ? *slot.draft : commit_run(ctx, *slot.draft);
+        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : !opts.commit ? *slot.draft : commit_run(ctx, progress, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
         const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
-        if (opts.results_to_stderr) {
-          info(g, line);
-        } else {
-          fmt::print("{}\n{}", line, stderr_excerpt(rec));
-          std::fflush(stdout);
-        }
+        if (opts.results_as_info) progress.info(line);
+        else progress.result(line, rec);
         if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
         if (opts.records) opts.records->push_back(rec);
         if (opts.early_stop && !stopped_early)
@@ -267,23 +294,23 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
       const auto& [cell, sched] = cells[i];
       // The code identity is taken on this thread (libgit2), when the cell starts.
       slots[i].site = site_of(ctx, opts, cell, setup);
-      slots[i].code = code_at_start(ctx, opts, *slots[i].site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
+      slots[i].code = code_at_start(ctx, progress, opts, *slots[i].site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
       std::string gpu;
       if (!free_gpus.empty()) {
         gpu = free_gpus.front();
         free_gpus.pop_front();
       }
-      info(g, fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
+      progress.info(fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
       ++running;
-      threads.emplace_back([&, i, gpu] {
+      // Made on this thread, as the Progress and the factory expect; used on the cell's own.
+      auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
+      threads.emplace_back([&, i, gpu, executor = std::move(executor)] {
         Finished f;
         f.index = i;
         f.gpu = gpu;
         try {
-          CommandExecutor executor(gpu, g.verbose ? output_echo(fmt::format("[{}] ", ctx.plan.label(cells[i].first)))
-                                                  : util::OutputFn{});
           const Site& site = *slots[i].site;
-          auto run = runner::run_cell(site.plan, cells[i].first, executor, site.before);
+          auto run = runner::run_cell(site.plan, cells[i].first, *executor, site.before);
           if (cells[i].second.rounds > 1) run.schedule = cells[i].second;
           if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
           f.run = std::move(run);
@@ -308,8 +335,8 @@ void run_parallel(Context& ctx, const GlobalOptions& g, const std::vector<std::p
     auto& slot = slots[f.index];
     slot.done = true;
     if (f.run) {
-      slot.draft = draft_record(ctx, *f.run, slot.code, slot.site->rev);
-      if (!opts.dry_run && opts.commit) slot.journal = journal_run(ctx, *slot.draft);
+      slot.draft = draft_record(ctx, progress, *f.run, slot.code, slot.site->rev);
+      if (!opts.dry_run && opts.commit) slot.journal = journal_run(ctx, progress, *slot.draft);
     } else {
       stop = true;
       try {
@@ -360,7 +387,7 @@ record::Code code_of(const runner::slurm::Submission& s) {
 // One pass over one submission (under its lock). Returns how many tasks still wait. Tasks are
 // committed in plan order (their array order), as a local run commits: a finished task waits
 // for the ones before it, so run numbers and baseline comparisons are those of a serial run.
-int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) {
+int collect_one(Context& ctx, Progress& progress, runner::slurm::Submission& s, CollectResult& out) {
   util::FileLock lock(s.dir / "collect.lock");  // one collector at a time per submission
   if (std::filesystem::exists(s.dir / "done")) return 0;
   auto states = runner::slurm::task_states(s.job_id);
@@ -376,7 +403,7 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
     try {
       run = runner::slurm::finished_run(ctx.plan, s, t, states, &env_json);
     } catch (const Error& e) {
-      warn(fmt::format("slurm job {}: {}; left uncommitted", s.job_id, e.diagnostics().front().message));
+      progress.warn(fmt::format("slurm job {}: {}; left uncommitted", s.job_id, e.diagnostics().front().message));
       ++waiting;
       continue;
     }
@@ -384,7 +411,7 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
       ++waiting;
       continue;
     }
-    auto draft = draft_record(ctx, *run, code_of(s));
+    auto draft = draft_record(ctx, progress, *run, code_of(s));
     if (!env_json.empty()) {
       try {
         draft.env = record::parse_record(env_json, "task environment").env;
@@ -393,11 +420,10 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
       }
     }
     auto before = ctx.repo.head();
-    auto rec = commit_run(ctx, draft);  // skips a measurement id already in the history
+    auto rec = commit_run(ctx, progress, draft);  // skips a measurement id already in the history
     runner::slurm::mark_committed(s, t.index);
     if (ctx.repo.head() != before) {
-      fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
-      std::fflush(stdout);
+      progress.result(result_line(ctx.plan, rec), rec);
       ++out.committed;
       out.any_bad |= rec.data.outcome != runner::Outcome::pass;
     }
@@ -406,15 +432,12 @@ int collect_one(Context& ctx, runner::slurm::Submission& s, CollectResult& out) 
   return waiting;
 }
 
-}  // namespace
-
-namespace {
-CollectResult collect_loop(Context& ctx, double wait_s, bool stop_on_interrupt) {
+CollectResult collect_loop(Context& ctx, Progress& progress, double wait_s, bool stop_on_interrupt) {
   CollectResult out;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, wait_s));
   for (;;) {
     out.waiting = 0;
-    for (auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment)) out.waiting += collect_one(ctx, s, out);
+    for (auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment)) out.waiting += collect_one(ctx, progress, s, out);
     if (out.waiting == 0 || std::chrono::steady_clock::now() >= deadline || (stop_on_interrupt && util::interrupt_signal())) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
@@ -422,19 +445,21 @@ CollectResult collect_loop(Context& ctx, double wait_s, bool stop_on_interrupt) 
 }
 }  // namespace
 
-CollectResult collect_submissions(Context& ctx, const GlobalOptions&, double wait_s) { return collect_loop(ctx, wait_s, true); }
+CollectResult collect_submissions(Context& ctx, Progress& progress, double wait_s) {
+  return collect_loop(ctx, progress, wait_s, true);
+}
 
-int cancel_submissions(Context& ctx, const GlobalOptions& g) {
+int cancel_submissions(Context& ctx, Progress& progress) {
   int n = 0;
   for (const auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment)) {
     runner::slurm::cancel(s);
-    info(g, fmt::format("cancelled slurm job {} ({} tasks)", s.job_id, s.tasks.size()));
+    progress.info(fmt::format("cancelled slurm job {} ({} tasks)", s.job_id, s.tasks.size()));
     ++n;
   }
   return n;
 }
 
-int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell>& cells, bool dirty, bool detach) {
+int run_slurm(Context& ctx, Progress& progress, const std::vector<plan::Cell>& cells, bool dirty, bool detach) {
   // Cells already out in an earlier submission are not sent twice.
   std::vector<plan::Cell> todo;
   auto subs = runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment);
@@ -450,51 +475,50 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
     if (!out) todo.push_back(c);
   }
   if (todo.empty()) {
-    info(g, fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
-                        subs.empty() ? std::string("?") : subs.back().job_id));
+    progress.info(fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
+                              subs.empty() ? std::string("?") : subs.back().job_id));
     return 0;
   }
   runner::LocalExecutor executor;
   if (!util::trim(ctx.plan.setup).empty()) {
     // The setup (a build) runs here, once, on the shared filesystem; a failure makes every run
     // invalid without submitting anything.
-    info(g, "setup: " + ctx.plan.setup);
+    progress.info("setup: " + ctx.plan.setup);
     auto setup = runner::run_setup(ctx.plan, executor);
     if (!setup.ok) {
-      warn(setup.reason + "; every run of this invocation is recorded as invalid");
+      progress.warn(setup.reason + "; every run of this invocation is recorded as invalid");
       int worst = 0;
       for (const auto& c : todo) {
         auto run = runner::run_cell(ctx.plan, c, executor, &setup);
-        auto rec = journal_and_commit(ctx, draft_record(ctx, run, code_identity(ctx)));
-        fmt::print("{}\n{}", result_line(ctx.plan, rec), stderr_excerpt(rec));
+        auto rec = journal_and_commit(ctx, progress, draft_record(ctx, progress, run, code_identity(ctx, progress)));
+        progress.result(result_line(ctx.plan, rec), rec);
         worst = static_cast<int>(Exit::run_failed);
       }
       return worst;
     }
   }
-  auto code = code_identity(ctx, dirty);
+  auto code = code_identity(ctx, progress, dirty);
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error(Exit::environment, "cannot find the abtrack binary (/proc/self/exe) for the Slurm tasks");
   auto s = runner::slurm::submit(ctx.plan, todo, slurm_base(ctx), exe,
                                  {{"code_commit", code.commit}, {"code_dirty", code.dirty ? "true" : "false"},
                                   {"code_snapshot", code.snapshot}});
-  fmt::print("submitted slurm job {} ({} cells)\n", s.job_id, todo.size());
-  std::fflush(stdout);
+  progress.print(fmt::format("submitted slurm job {} ({} cells)\n", s.job_id, todo.size()));
   if (detach) {
-    info(g, fmt::format("results go to {}; `abtrack collect` commits them", s.dir.string()));
+    progress.info(fmt::format("results go to {}; `abtrack collect` commits them", s.dir.string()));
     return 0;
   }
   CollectResult total;
   for (;;) {
-    auto r = collect_submissions(ctx, g, 0);
+    auto r = collect_submissions(ctx, progress, 0);
     total.committed += r.committed;
     total.any_bad |= r.any_bad;
     if (r.waiting == 0) break;
     if (int sig = util::interrupt_signal()) {
-      warn(fmt::format("interrupted by {}: cancelling slurm job {}", util::signal_name(sig), s.job_id));
+      progress.warn(fmt::format("interrupted by {}: cancelling slurm job {}", util::signal_name(sig), s.job_id));
       runner::slurm::cancel(s);
-      auto rest = collect_loop(ctx, 15, false);
+      auto rest = collect_loop(ctx, progress, 15, false);
       total.any_bad |= rest.any_bad;
       throw Error(Exit::interrupted,
                   fmt::format("interrupted by {}; slurm job {} was cancelled{}", util::signal_name(sig), s.job_id,
@@ -505,4 +529,4 @@ int run_slurm(Context& ctx, const GlobalOptions& g, const std::vector<plan::Cell
   return total.any_bad ? static_cast<int>(Exit::run_failed) : 0;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

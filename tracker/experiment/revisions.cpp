@@ -1,4 +1,4 @@
-#include "cli/revisions.hpp"
+#include "experiment/revisions.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,13 +12,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 #include "util/files.hpp"
 #include "util/lock.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
 void add_revision_override(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::string>& overrides) {
@@ -39,7 +39,7 @@ void add_revision_override(const plan::Plan& plan, const std::string& spec, std:
   overrides[name] = spec.substr(eq + 1);
 }
 
-std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::string, std::string>& overrides) {
+std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress, const std::map<std::string, std::string>& overrides) {
   std::vector<Revision> out;
   std::optional<record::Code> worktree;  // one snapshot for every revision that names the work tree
   const gitstore::PathSet data = data_paths(ctx);  // read once, not once per revision
@@ -49,7 +49,7 @@ std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::
     auto o = overrides.find(name);
     r.spec = o == overrides.end() ? planned : o->second;
     if (r.spec == kWorktree) {
-      if (!worktree) worktree = code_identity(ctx);
+      if (!worktree) worktree = code_identity(ctx, progress);
       r.code = *worktree;
       if (r.code.unknown())
         throw Error(Exit::environment, fmt::format("revision '{}': the work tree could not be snapshot", name),
@@ -139,7 +139,7 @@ GroupMembers group_members(pid_t group, const std::string& id) {
 // Stops the build that an abtrack killed outright left running in the tree at `root` (its
 // process group and id are in <root>/build.pid while a build runs). Called with the tree's
 // build lock held: no live abtrack is building there, so a build still running is an orphan.
-void stop_orphan_build(const fs::path& root) {
+void stop_orphan_build(const fs::path& root, Progress& progress) {
   const fs::path file = root / "build.pid";
   std::error_code ec;
   if (!fs::exists(file, ec)) return;
@@ -150,7 +150,7 @@ void stop_orphan_build(const fs::path& root) {
     ::kill(static_cast<pid_t>(-group), SIGKILL);
     for (int i = 0; i < 500 && group_members(static_cast<pid_t>(group), id).live > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
+    progress.warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
   }
   fs::remove(file, ec);
 }
@@ -183,7 +183,8 @@ std::vector<std::pair<fs::path, std::string>> remove_partials(const fs::path& tr
 // (and the build's processes marked with ABTRACK_BUILD_ID) while it runs.
 class BuildExecutor final : public runner::Executor {
  public:
-  BuildExecutor(fs::path pid_file, std::string id) : m_pid_file(std::move(pid_file)), m_id(std::move(id)) {}
+  BuildExecutor(fs::path pid_file, std::string id, Progress& progress)
+      : m_pid_file(std::move(pid_file)), m_id(std::move(id)), m_progress(progress) {}
   util::ProcessResult execute(const util::ProcessSpec& spec) override {
     util::ProcessSpec s = spec;
     s.env.emplace_back(std::string(kBuildIdVariable), m_id);
@@ -191,7 +192,7 @@ class BuildExecutor final : public runner::Executor {
       try {
         util::write_file_atomic(m_pid_file, fmt::format("{} {}\n", pid, m_id), util::Durability::ordinary);
       } catch (const Error& e) {
-        warn(e.diagnostics().front().message);
+        m_progress.warn(e.diagnostics().front().message);
       }
     };
     auto r = util::run_process(s);
@@ -203,6 +204,7 @@ class BuildExecutor final : public runner::Executor {
  private:
   fs::path m_pid_file;
   std::string m_id;
+  Progress& m_progress;
 };
 
 // The commit a revision's work tree checks out: the snapshot of the work tree, else the commit.
@@ -224,7 +226,7 @@ std::optional<std::string> path_outside(const Context& ctx, const std::string& c
 
 // The compilers on the build's PATH, one line each ("cc: gcc (Debian 12.2.0-14) 12.2.0"): what a
 // build that names no other compiler uses. Empty when none answers.
-std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path& dir) {
+std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path& dir, Progress& progress) {
   util::ProcessSpec spec;
   spec.shell_command =
       "for c in cc c++ nvcc; do command -v \"$c\" >/dev/null 2>&1 || continue; "
@@ -238,7 +240,7 @@ std::vector<std::string> probe_toolchain(const plan::Plan& plan, const fs::path&
     for (auto line : util::split(r.out, '\n'))
       if (!util::trim(line).empty()) out.emplace_back(util::trim(line));
   } catch (const Error& e) {
-    warn("could not ask the build's compilers for their versions: " + e.diagnostics().front().message);
+    progress.warn("could not ask the build's compilers for their versions: " + e.diagnostics().front().message);
   }
   return out;
 }
@@ -253,7 +255,7 @@ std::optional<record::Build> read_build(const fs::path& file) {
 
 }  // namespace
 
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild) {
+void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, bool rebuild) {
   const fs::path trees = ctx.repo.state_dir() / "trees";
   const fs::path root = trees / rev.key;
   fs::create_directories(trees);
@@ -261,8 +263,8 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (!rev.in_use) rev.in_use = std::make_shared<util::FileLock>(trees / (rev.key + ".lock"), std::nullopt, util::LockMode::shared);
   // One abtrack at a time writes and builds a tree; the others then find it done.
   util::FileLock building(trees / (rev.key + ".build.lock"));
-  stop_orphan_build(root);
-  for (const auto& [path, why] : remove_partials(trees, nullptr)) warn(fmt::format("cannot remove {}: {}", path.string(), why));
+  stop_orphan_build(root, progress);
+  for (const auto& [path, why] : remove_partials(trees, nullptr)) progress.warn(fmt::format("cannot remove {}: {}", path.string(), why));
   const std::string& commit = commit_of(rev.code);
   if (commit.empty())
     throw Error(Exit::usage, fmt::format("revision '{}' ({}): the branch has no commit yet, so there is no code to check out", rev.name, rev.spec),
@@ -273,11 +275,11 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (!head) {
     // Absent, or left incomplete by an abtrack killed while writing it: made whole again.
     if (fs::exists(root, ec)) {
-      info(g, fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
+      progress.info(fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
       fs::remove_all(root, ec);
       if (ec) throw Error(Exit::environment, fmt::format("cannot remove {}: {}", root.string(), ec.message()));
     }
-    info(g, fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
+    progress.info(fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
     fs::create_directories(root);
     std::vector<std::string> missing;
     try {
@@ -293,9 +295,9 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
       throw;
     }
     if (!missing.empty())
-      warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
-                       missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
-                       missing.size() > 5 ? ", ..." : ""));
+      progress.warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
+                                missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
+                                missing.size() > 5 ? ", ..." : ""));
     util::write_file_atomic(root / "ready", commit + "\n", util::Durability::ordinary);
   } else if (*head != commit) {
     // Another commit with the same code (it differs in abtrack's data): HEAD tells the truth.
@@ -309,7 +311,7 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
     missing.invocation.command = ctx.plan.build;
     missing.reason = fmt::format("revision '{}' ({}) has no folder '{}' (workdir:) in its tree{}", rev.name, rev.spec, ctx.plan.workdir,
                                  after_build ? " after its build" : "");
-    warn(missing.reason + "; its runs are recorded as invalid");
+    progress.warn(missing.reason + "; its runs are recorded as invalid");
     rev.failed_build = std::move(missing);
   };
   if (util::trim(ctx.plan.build).empty()) return check_workdir(false);
@@ -317,17 +319,17 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
   if (!rebuild && fs::exists(ok, ec)) {  // built before: the cache
     rev.build = read_build(root / "build.json");
     if (auto outside = path_outside(ctx, ctx.plan.build))
-      info(g, fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
-                          "part of what builds are cached by (--rebuild builds again)",
-                          rev.name, *outside));
+      progress.info(fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
+                                "part of what builds are cached by (--rebuild builds again)",
+                                rev.name, *outside));
     return check_workdir(true);
   }
-  info(g, fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
+  progress.info(fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
   plan::Plan p = plan_for(ctx.plan, rev);
   p.workdir.clear();  // the build runs at the tree's root
   p.setup = ctx.plan.build;
   p.timeout_s = ctx.plan.build_timeout_s;
-  BuildExecutor executor(root / "build.pid", runner::new_measurement_id().substr(0, 16));
+  BuildExecutor executor(root / "build.pid", runner::new_measurement_id().substr(0, 16), progress);
   auto result = runner::run_setup(p, executor, "build");
   const fs::path log = root / "build.log";
   util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
@@ -335,14 +337,14 @@ void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev,
                                            result.invocation.stderr_tail));
   rev.built = true;
   if (result.ok) {
-    record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log), probe_toolchain(p, rev.dir)};
+    record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log), probe_toolchain(p, rev.dir, progress)};
     util::write_file_atomic(root / "build.json", record::build_to_json(b));
     rev.build = std::move(b);
     util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
     return check_workdir(true);
   }
   result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason, relative(ctx, log));
-  warn(result.reason + "; its runs are recorded as invalid");
+  progress.warn(result.reason + "; its runs are recorded as invalid");
   rev.failed_build = std::move(result);
 }
 
@@ -364,7 +366,7 @@ const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>&
               fmt::format("the revisions resolved: {}", names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
 }
 
-CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep_keys, int keep_recent) {
+CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys, int keep_recent) {
   CleanReport report;
   const fs::path trees = ctx.repo.state_dir() / "trees";
   report.failed = remove_partials(trees, &report.removed);
@@ -389,7 +391,7 @@ CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep
       report.in_use.push_back(root);
       continue;
     }
-    stop_orphan_build(root);
+    stop_orphan_build(root, progress);
     fs::remove_all(root, ec);
     if (ec) {
       report.failed.emplace_back(root, ec.message());
@@ -417,4 +419,4 @@ CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep
   return report;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "plan/plan.hpp"
 #include "runner/run.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // Cells that run back to back in a round (a group of revisions; or one cell).
 using Unit = std::vector<plan::Cell>;
@@ -25,6 +25,12 @@ using Scheduled = std::vector<std::pair<plan::Cell, runner::Schedule>>;
 // with its round and its position in `out`.
 void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base, std::mt19937_64& rng,
                   bool shuffle);
+
+// `rounds` rounds of `units` (append_round's, round after round, from an mt19937_64 seeded with
+// `seed`). `interleaved`: the units' order is shuffled in each round and every entry gets a new
+// batch id (new_batch_id), so a cell pairs with its baseline round by round; otherwise the units
+// keep their order and no batch is named.
+Scheduled fixed_rounds(const std::vector<Unit>& units, int rounds, std::uint64_t seed, bool interleaved);
 
 // What `rounds: auto` needs to know.
 struct AutoRounds {
@@ -40,9 +46,10 @@ struct AutoRounds {
 // of every variant cell with its baseline (the anytime-valid analysis, Holm over the cells of
 // this invocation): a cell is decided when each of its metrics with `better:` reads better,
 // worse or equivalent. A unit stays in play while it holds an undecided cell or the baseline of
-// one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; prints
-// what each cell came to. `records` receives every run's record (as run_serial's opts.records).
-void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Unit>& units, const AutoRounds& opts,
+// one. Stops when none is left, at max_rounds, or before a round the budget cannot hold; what
+// each cell came to is info to `progress`. `records` receives every run's record (as
+// run_serial's opts.records).
+void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& units, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round);
 
 // Each cell as a unit of its own.
@@ -52,4 +59,4 @@ std::vector<Unit> single_units(const std::vector<plan::Cell>& cells);
 // `rounds: auto` are expected to need to decide each variant cell, one line per cell.
 std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,11 +1,10 @@
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "doc/plot.hpp"
 #include "record/record.hpp"
@@ -13,7 +12,7 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 namespace {
 
@@ -38,40 +37,21 @@ std::optional<std::string> repo_relative(const std::string& dir, const std::stri
   return p;
 }
 
-// The document the newest record of each other experiment in HEAD names, and its plot.
-void other_documents(const Context& ctx, std::set<std::string>& out) {
-  ctx.repo.with_head([&](const gitstore::TreeView& tree) {
-    for (const auto& experiment : tree.folders(std::string(plan::kRunsFolder))) {
-      if (experiment == ctx.plan.experiment) continue;
-      const std::string dir = std::string(plan::kRunsFolder) + "/" + experiment;
-      const gitstore::Entry* newest = nullptr;
-      int newest_run = 0;
-      auto entries = tree.list(dir);
-      for (const auto& e : entries)
-        if (auto n = record::run_number_of(e.name); n && *n > newest_run) {
-          newest_run = *n;
-          newest = &e;
-        }
-      if (!newest) continue;
-      auto j = nlohmann::json::parse(tree.read_blob(newest->oid()), nullptr, false);
-      if (!j.is_object() || !j.contains("doc") || !j["doc"].is_string()) continue;  // written before records named it
-      const std::string doc = j["doc"];
-      out.insert(doc);
-      out.insert(doc::plot_path(doc));
-    }
-    return 0;
-  });
-}
-
 }  // namespace
 
 gitstore::PathSet data_paths(const Context& ctx) {
-  std::set<std::string> paths{std::string(plan::kRunsFolder) + "/", ctx.plan.doc, doc::plot_path(ctx.plan)};
+  std::set<std::string> paths{std::string(plan::kRunsFolder) + "/"};
+  for (auto& f : doc::document_files(ctx.plan.doc)) paths.insert(std::move(f));
   // The plan itself: what it says about running the code is in each run's recipe
   // (plan::recipe); its prose is not code, so editing `why:` keeps the pools and the builds.
   if (auto rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string(); !rel.empty() && !rel.starts_with(".."))
     paths.insert(rel);
-  other_documents(ctx, paths);
+  // The documents (and plots) of the other experiments, as their newest records name them.
+  ctx.repo.with_head([&](const gitstore::TreeView& tree) {
+    for (const auto& other : other_documents(tree, ctx.plan.experiment))
+      for (auto& f : doc::document_files(other)) paths.insert(std::move(f));
+    return 0;
+  });
   // The plan's declared outputs, for every cell: artifacts are repo-relative, metric files
   // relative to the commands' working directory.
   const bool declares = !ctx.plan.artifacts.empty() ||
@@ -91,7 +71,7 @@ gitstore::PathSet data_paths(const Context& ctx) {
   return {paths.begin(), paths.end()};
 }
 
-record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
+record::Code code_identity(const Context& ctx, Progress& progress, std::optional<bool> dirty) {
   record::Code code;
   // abtrack's own run commits change only data, so the code of HEAD is the code its run named
   // (for people reading Abtrack-Code; pooling compares the content identity).
@@ -101,7 +81,8 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
     std::string named = head->trailer("Abtrack-Code");
     // Only while HEAD still holds that code: a rebase, a cherry-pick or a commit squeezed in
     // under a run commit leaves the trailer naming code HEAD no longer has.
-    const std::vector<std::string> data{std::string(plan::kRunsFolder), ctx.plan.doc, doc::plot_path(ctx.plan)};
+    std::vector<std::string> data = doc::document_files(ctx.plan.doc);
+    data.push_back(std::string(plan::kRunsFolder));
     if (!head->trailer("Abtrack-Run").empty() && named.size() >= 40 && named.substr(0, 6) != "unborn" &&
         ctx.repo.same_tree_except(head->commit, named.substr(0, 40), data))
       code.commit = named.substr(0, 40);
@@ -117,7 +98,7 @@ record::Code code_identity(const Context& ctx, std::optional<bool> dirty) {
                                         code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
       tree_of = code.snapshot;
     } catch (const Error& e) {
-      warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
+      progress.warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
       return code;
     }
   }
@@ -175,7 +156,7 @@ std::vector<std::pair<std::string, std::string>> read_candidates(const Context& 
 
 }  // namespace
 
-std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell) {
+std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, const plan::Cell* cell) {
   if (!ctx.untracked_seen) return {};
   auto now = ctx.repo.untracked({std::string(plan::kRunsFolder)});
   std::vector<std::string> fresh;
@@ -220,12 +201,12 @@ std::vector<std::string> note_outputs(const Context& ctx, const plan::Cell* cell
   if (!std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) {
     warned.insert(lines.begin(), lines.end());
     std::vector<std::string> named(confirmed.begin(), confirmed.begin() + std::min<std::size_t>(confirmed.size(), 5));
-    warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
-                     "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
-                     "`git status`, add to .gitignore:\n  {}",
-                     fmt::join(named, ", "),
-                     confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
-                     fmt::join(lines, "\n  ")));
+    progress.warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
+                              "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
+                              "`git status`, add to .gitignore:\n  {}",
+                              fmt::join(named, ", "),
+                              confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
+                              fmt::join(lines, "\n  ")));
   }
   return confirmed;
 }
@@ -242,4 +223,4 @@ record::Code without_outputs(const Context& ctx, record::Code code) {
   return code;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cli/revisions.hpp"
+#include "experiment/revisions.hpp"
 #include "plan/load.hpp"
 
 using namespace abtrack;
@@ -25,30 +25,30 @@ const std::string kMetrics = "command: echo\nmetrics:\n  t: {json: t}\n";
 
 TEST_CASE("revision_of: the cell's revision, null only without revisions, an error for one not resolved") {
   auto p = parse("experiment: r\ndoc: AB.md\nrevisions: {base: main, mine: WORKTREE}\naxes: {batch: [1, 2]}\n" + kMetrics);
-  std::vector<cli::Revision> revisions(2);
+  std::vector<experiment::Revision> revisions(2);
   revisions[0].name = "base";
   revisions[1].name = "mine";
   const auto cells = p.cells();
   REQUIRE(cells.size() == 4);
   for (const auto& c : cells) {
-    const cli::Revision* r = cli::revision_of(p, revisions, c);
+    const experiment::Revision* r = experiment::revision_of(p, revisions, c);
     REQUIRE(r != nullptr);
     CHECK(r->name == c.values.front());
   }
   // A list without `mine` (a bisect's two revisions, another plan's list): an error, not null.
-  std::vector<cli::Revision> only_base(1);
+  std::vector<experiment::Revision> only_base(1);
   only_base[0].name = "base";
-  CHECK(cli::revision_of(p, only_base, cells.front()) == &only_base[0]);
+  CHECK(experiment::revision_of(p, only_base, cells.front()) == &only_base[0]);
   try {
-    cli::revision_of(p, only_base, cells.back());
+    experiment::revision_of(p, only_base, cells.back());
     FAIL("no error for a revision that was not resolved");
   } catch (const Error& e) {
     CHECK(e.code() == Exit::usage);
     CHECK(e.diagnostics().front().message.find("rev=mine batch=2 names no revision of this invocation") != std::string::npos);
     CHECK(e.diagnostics().front().hint == "the revisions resolved: base");
   }
-  CHECK_THROWS_AS(cli::revision_of(p, revisions, plan::Cell{}), Error);
+  CHECK_THROWS_AS(experiment::revision_of(p, revisions, plan::Cell{}), Error);
 
   auto plain = parse("experiment: r\ndoc: AB.md\naxes: {batch: [1, 2]}\n" + kMetrics);
-  CHECK(cli::revision_of(plain, revisions, plain.cells().front()) == nullptr);
+  CHECK(experiment::revision_of(plain, revisions, plain.cells().front()) == nullptr);
 }

@@ -1,31 +1,18 @@
 #pragma once
-// What every command shares: parsed global options, the repository, the plan, the records.
+// What every command shares: the repository, the plan, the records.
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "experiment/progress.hpp"
 #include "gitstore/repository.hpp"
 #include "plan/plan.hpp"
 #include "record/cache.hpp"
 #include "record/record.hpp"
 
-namespace abtrack::cli {
-
-// Options before or after the command name that every command accepts.
-struct GlobalOptions {
-  std::optional<std::string> plan;  // -p/--plan FILE
-  bool quiet = false;               // -q/--quiet
-  bool verbose = false;             // -v/--verbose: stream the commands' output to stderr
-};
-
-// The arguments of one command after the global options were taken out.
-struct Args {
-  std::string command;
-  std::vector<std::string> rest;
-  GlobalOptions global;
-};
+namespace abtrack::experiment {
 
 // The repository (found from the current directory) and the plan.
 struct Context {
@@ -37,9 +24,10 @@ struct Context {
   mutable std::optional<std::vector<gitstore::UntrackedFile>> untracked_seen;
 };
 
-// Opens the repository containing the current directory and loads the plan (default
-// ./abtrack.yaml). Prints the plan's warnings. Throws Error.
-Context open_context(const GlobalOptions& g);
+// Opens the repository containing the current directory and loads the plan: `plan_file` (-p,
+// from the current directory), else the nearest abtrack.yaml from here up to the work tree's
+// root. The plan's warnings go to `progress`. Throws Error.
+Context open_context(const std::optional<std::string>& plan_file, Progress& progress);
 
 // The records of the plan's experiment in a tree, sorted by run number. Parsed records are
 // cached by blob id in .git/abtrack/cache/, so only new records are read and parsed. With
@@ -64,6 +52,10 @@ struct StepHistory {
 StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree, const record::Record& next);
 // The same for HEAD's tree.
 std::vector<record::Record> head_records(const Context& ctx);
+
+// The documents of the experiments in `tree` other than `experiment`: for each, the one its
+// newest record names (record::document_named; none for records written before they named it).
+std::vector<std::string> other_documents(const gitstore::TreeView& tree, const std::string& experiment);
 
 // The document text for the tree: the doc in the tree, or the template rendered from the
 // plan when the tree has no doc yet.
@@ -91,17 +83,4 @@ Rendering fresh_render(const Context& ctx, const std::string& base, const std::v
 // the link), or a file at the plot's path that abtrack did not generate.
 void check_paths_are_ours(const Context& ctx);
 
-// Prints "abtrack: warning: ..." to stderr.
-void warn(const std::string& message);
-// Prints a progress/info line to stderr unless quiet.
-void info(const GlobalOptions& g, const std::string& message);
-
-// Takes "--name VALUE" / "--name=VALUE" at args[i]; advances i. nullopt when args[i] is not it.
-// Throws Error(usage) when the value is missing.
-std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name);
-
-// Throws Error(usage) for an argument a command does not know, with did-you-mean over `known`.
-[[noreturn]] void unknown_argument(const std::string& command, const std::string& arg,
-                                   const std::vector<std::string>& known);
-
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

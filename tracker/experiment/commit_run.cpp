@@ -1,6 +1,6 @@
-#include "cli/commit_run.hpp"
+#include "experiment/commit_run.hpp"
 
-#include "cli/code_identity.hpp"
+#include "experiment/code_identity.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,13 +16,13 @@
 #include "doc/render.hpp"
 #include "record/compare.hpp"
 #include "stats/quantile.hpp"
-#include "util/text.hpp"
 #include "util/files.hpp"
 #include "util/journal.hpp"
+#include "util/text.hpp"
 #include "util/trace.hpp"
 #include "util/version.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace {
 
 // Trailer values and the subject are single lines.
@@ -81,7 +81,7 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
 // makes of HEAD's records: abtrack's own output, which a step rewrites anyway, not an edit. Such
 // a file is put back to HEAD's bytes so that the commit finds it clean.
 // `head_doc`: HEAD's document (the base of the rendering); `records`: HEAD's, read on first use.
-bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s, const std::string& head_doc,
+bool restore_if_only_ours(const Context& ctx, Progress& progress, const gitstore::PathStatus& s, const std::string& head_doc,
                           std::optional<std::vector<record::Record>>& records) {
   if (s.code != " M") return false;  // staged, new or deleted: the user's doing
   if (s.path != ctx.plan.doc && s.path != doc::plot_path(ctx.plan)) return false;
@@ -96,15 +96,15 @@ bool restore_if_only_ours(const Context& ctx, const gitstore::PathStatus& s, con
     return false;  // regions that do not parse: the user's edit
   }
   ctx.repo.write_work_tree(s.path, *head);
-  warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
-                   "this run rewrites it",
-                   s.path));
+  progress.warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
+                            "this run rewrites it",
+                            s.path));
   return true;
 }
 
 }  // namespace
 
-bool preflight(const Context& ctx) {
+bool preflight(const Context& ctx, Progress& progress) {
   ctx.repo.check_identity();
   check_paths_are_ours(ctx);
   // A document that cannot be made must stop us before anything runs, not after: one whose
@@ -114,13 +114,13 @@ bool preflight(const Context& ctx) {
     throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
                 "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
                 "(also summary and runs, if you want them)");
-  auto scan = ctx.repo.settled_scan({ctx.plan.doc, doc::plot_path(ctx.plan)}, {std::string(plan::kRunsFolder)}, data_paths(ctx));
+  auto scan = ctx.repo.settled_scan(doc::document_files(ctx.plan.doc), {std::string(plan::kRunsFolder)}, data_paths(ctx));
   watch_outputs(ctx);
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;
   std::optional<std::vector<record::Record>> records;
   for (const auto& c : scan.watched)
-    if (!restore_if_only_ours(ctx, c, base, records)) changed.push_back(c);
+    if (!restore_if_only_ours(ctx, progress, c, base, records)) changed.push_back(c);
   if (changed.empty()) return scan.other_changes;
   std::vector<std::string> lines;
   bool doc_untracked = false;
@@ -181,7 +181,8 @@ std::string result_line(const plan::Plan& plan, const record::Record& rec) {
   return line;
 }
 
-record::Record draft_record(const Context& ctx, const runner::Run& run, const record::Code& code, const Revision* rev) {
+record::Record draft_record(const Context& ctx, Progress& progress, const runner::Run& run, const record::Code& code,
+                            const Revision* rev) {
   const runner::Environment& env = runner::environment();
   record::Record rec;
   rec.experiment = ctx.plan.experiment;
@@ -199,22 +200,22 @@ record::Record draft_record(const Context& ctx, const runner::Run& run, const re
   // What was not measured or read says so, and the record keeps why (profiles, artifacts' cuda).
   for (const auto& p : run.profiles.or_empty())
     if (!p.ok())
-      warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
-                       p.status == "incomplete" ? "the other ncu metrics were recorded"
-                                                : fmt::format("{} not measured in this run (its timed invocations count)",
-                                                              fmt::join(p.metrics, ", "))));
+      progress.warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
+                                p.status == "incomplete" ? "the other ncu metrics were recorded"
+                                                         : fmt::format("{} not measured in this run (its timed invocations count)",
+                                                                       fmt::join(p.metrics, ", "))));
   for (const auto& a : rec.artifacts)
-    if (a.cuda && !a.cuda->error.empty()) warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
+    if (a.cuda && !a.cuda->error.empty()) progress.warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
   if (rev && rev->build) rec.build = *rev->build;
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
   // is the user's, never an output.
   if (run.source == "command" && !rev)
-    if (!note_outputs(ctx, &run.cell).empty()) rec.code = without_outputs(ctx, rec.code);
+    if (!note_outputs(ctx, progress, &run.cell).empty()) rec.code = without_outputs(ctx, rec.code);
   return rec;
 }
 
-record::Record commit_run(Context& ctx, const record::Record& draft) {
+record::Record commit_run(Context& ctx, Progress& progress, const record::Record& draft) {
   record::Record committed;
   auto result = ctx.repo.commit([&](const gitstore::TreeView& tip) {
     // Every record's header, but in full only the few dozen the document and plot read.
@@ -260,14 +261,14 @@ record::Record commit_run(Context& ctx, const record::Record& draft) {
       if (r.data.id == draft.data.id) return r;
   }
   for (const auto& p : result.kept_edits)
-    warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
-                     "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
-                     "(git diff {} shows the difference)",
-                     p, p));
+    progress.warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
+                              "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
+                              "(git diff {} shows the difference)",
+                              p, p));
   if (ctx.repo.head_detached())
-    warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
-                     "another commit",
-                     committed.run));
+    progress.warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
+                              "another commit",
+                              committed.run));
   return committed;
 }
 
@@ -282,44 +283,46 @@ std::filesystem::path journal_dir(const Context& ctx) { return ctx.repo.state_di
 // the commit throws (a stale lock, a full disk) the entry stays for the next invocation.
 class JournalEntry {
  public:
-  JournalEntry(const std::filesystem::path& dir, const std::string& content) : m_slot(dir, content) {}
+  JournalEntry(const std::filesystem::path& dir, const std::string& content, Progress& progress)
+      : m_slot(dir, content), m_progress(progress) {}
   ~JournalEntry() {
     int err = m_slot.wait();
     if (std::uncaught_exceptions() == m_exceptions) m_slot.clear();
-    else if (err != 0) warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
+    else if (err != 0) m_progress.warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
   }
   JournalEntry(const JournalEntry&) = delete;
   JournalEntry& operator=(const JournalEntry&) = delete;
 
  private:
   util::JournalSlot m_slot;
+  Progress& m_progress;
   int m_exceptions = std::uncaught_exceptions();
 };
 
 }  // namespace
 
-std::shared_ptr<void> journal_run(Context& ctx, const record::Record& draft) {
-  return std::make_shared<JournalEntry>(journal_dir(ctx), record::to_json(draft));
+std::shared_ptr<void> journal_run(Context& ctx, Progress& progress, const record::Record& draft) {
+  return std::make_shared<JournalEntry>(journal_dir(ctx), record::to_json(draft), progress);
 }
 
-record::Record journal_and_commit(Context& ctx, const record::Record& draft) {
-  JournalEntry entry(journal_dir(ctx), record::to_json(draft));
-  return commit_run(ctx, draft);
+record::Record journal_and_commit(Context& ctx, Progress& progress, const record::Record& draft) {
+  JournalEntry entry(journal_dir(ctx), record::to_json(draft), progress);
+  return commit_run(ctx, progress, draft);
 }
 
-int recover_journal(Context& ctx) {
+int recover_journal(Context& ctx, Progress& progress) {
   int committed = 0;
   util::for_each_journal_entry(journal_dir(ctx), [&](const std::filesystem::path& where, const std::string& content) {
     record::Record draft;
     try {
       draft = record::parse_record(content, where.string());
     } catch (const Error&) {
-      warn(fmt::format("{} is not a readable journal entry; left in place", where.string()));
+      progress.warn(fmt::format("{} is not a readable journal entry; left in place", where.string()));
       return false;
     }
     auto cell = record::plan_cell(ctx.plan, draft.cell);
     if (!cell) {
-      warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
+      progress.warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
       return false;
     }
     // A revision's run measured the commit (or the work tree's snapshot) its revision named, which
@@ -330,14 +333,14 @@ int recover_journal(Context& ctx) {
     if (!draft.cell.empty() && draft.cell.front().first == plan::kRevAxis) {
       for (const auto* id : {&draft.code.commit, &draft.code.snapshot})
         if (!id->empty() && ctx.repo.resolve(*id) != *id) {
-          warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
-                           where.string(), draft.label(), id->substr(0, 12)));
+          progress.warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
+                                    where.string(), draft.label(), id->substr(0, 12)));
           return false;
         }
     } else if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
-      warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
-                       "left in place: check out that branch and run abtrack step to commit it",
-                       where.string(), draft.label(), draft.code.commit.substr(0, 12)));
+      progress.warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
+                                "left in place: check out that branch and run abtrack step to commit it",
+                                where.string(), draft.label(), draft.code.commit.substr(0, 12)));
       return false;
     }
     draft.data.cell = *cell;
@@ -353,9 +356,9 @@ int recover_journal(Context& ctx) {
       m.unit = e.contains("unit") && e["unit"].is_string() ? e["unit"].get<std::string>() : "";
     }
     auto before = ctx.repo.head();
-    auto rec = commit_run(ctx, draft);
+    auto rec = commit_run(ctx, progress, draft);
     if (ctx.repo.head() != before) {
-      fmt::print("{}  (measured by an earlier invocation that was killed before committing it)\n", result_line(ctx.plan, rec));
+      progress.print(result_line(ctx.plan, rec) + "  (measured by an earlier invocation that was killed before committing it)\n");
       ++committed;
     }
     return true;
@@ -363,4 +366,4 @@ int recover_journal(Context& ctx) {
   return committed;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,4 +1,4 @@
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 
 #include <unistd.h>
 
@@ -17,20 +17,20 @@
 #include "util/text.hpp"
 #include "util/trace.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
-Context open_context(const GlobalOptions& g) {
+Context open_context(const std::optional<std::string>& plan_file, Progress& progress) {
   auto repo = gitstore::Repository::discover(fs::current_path());
   util::trace("repository open");
   // -p FILE is taken from the current directory; without it the plan is the nearest
   // abtrack.yaml from here up to the work tree's root, named in messages from here.
   const fs::path here = fs::current_path();
-  fs::path file = g.plan ? fs::absolute(*g.plan) : plan::find_plan(here, repo.workdir());
-  std::string name = g.plan ? *g.plan : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
+  fs::path file = plan_file ? fs::absolute(*plan_file) : plan::find_plan(here, repo.workdir());
+  std::string name = plan_file ? *plan_file : file.lexically_relative(fs::weakly_canonical(here)).generic_string();
   auto plan = plan::load_plan(file, name, repo.workdir());
   util::trace("plan loaded");
-  for (const auto& w : plan.warnings) warn(format_diagnostic(w));
+  for (const auto& w : plan.warnings) progress.warn(format_diagnostic(w));
   auto cache = std::make_shared<record::RecordCache>(repo.state_dir() / "cache" / (plan.experiment + ".records"));
   return Context{std::move(repo), std::move(plan), name, std::move(cache), std::nullopt};
 }
@@ -128,6 +128,25 @@ std::vector<record::Record> head_records(const Context& ctx) {
   return ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t); });
 }
 
+std::vector<std::string> other_documents(const gitstore::TreeView& tree, const std::string& experiment) {
+  std::vector<std::string> out;
+  for (const auto& other : tree.folders(std::string(plan::kRunsFolder))) {
+    if (other == experiment) continue;
+    const std::string dir = std::string(plan::kRunsFolder) + "/" + other;
+    const gitstore::Entry* newest = nullptr;
+    int newest_run = 0;
+    auto entries = tree.list(dir);
+    for (const auto& e : entries)
+      if (auto n = record::run_number_of(e.name); n && *n > newest_run) {
+        newest_run = *n;
+        newest = &e;
+      }
+    if (!newest) continue;
+    if (auto doc = record::document_named(tree.read_blob(newest->oid()))) out.push_back(std::move(*doc));
+  }
+  return out;
+}
+
 std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
   if (auto doc = tree.read(ctx.plan.doc)) return *doc;
   std::string tpl_name = ctx.plan.template_path.value_or("(built-in template)");
@@ -181,28 +200,4 @@ void check_paths_are_ours(const Context& ctx) {
                 "rename your file, or set plot: false in the plan");
 }
 
-void warn(const std::string& message) { fmt::print(stderr, "abtrack: warning: {}\n", message); }
-
-void info(const GlobalOptions& g, const std::string& message) {
-  if (!g.quiet) fmt::print(stderr, "abtrack: {}\n", message);
-}
-
-std::optional<std::string> take_value(const std::vector<std::string>& args, std::size_t& i, std::string_view name) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 >= args.size())
-      throw Error(Exit::usage, fmt::format("{} needs a value", name), fmt::format("write {} VALUE; abtrack help lists the options", name));
-    i += 1;
-    return args[i];
-  }
-  if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=') return a.substr(name.size() + 1);
-  return std::nullopt;
-}
-
-void unknown_argument(const std::string& command, const std::string& arg, const std::vector<std::string>& known) {
-  std::string word = arg.substr(0, arg.find('='));
-  throw Error(Exit::usage, fmt::format("{}: unknown argument '{}'{}", command, arg, util::suggestion_suffix(word, known)),
-              fmt::format("see abtrack help {}", command));
-}
-
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,4 +1,4 @@
-#include "cli/revision_run.hpp"
+#include "experiment/revision_run.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "runner/environment.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan) {
   std::vector<std::vector<plan::Cell>> groups;
@@ -52,13 +52,13 @@ bool pending(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
 
 }  // namespace
 
-int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts) {
+int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& opts) {
   if (ctx.plan.executor == plan::ExecutorKind::slurm)
     throw Error(Exit::usage, "a plan with revisions: runs its cells here, interleaved; executor: slurm cannot interleave them",
                 "remove executor: slurm, or compare the revisions in two plans");
   if (ctx.plan.jobs > 1)
     throw Error(Exit::usage, "a plan with revisions: measures one cell at a time (its revisions back to back); jobs: must be 1");
-  auto revisions = resolve_revisions(ctx, opts.overrides);
+  auto revisions = resolve_revisions(ctx, progress, opts.overrides);
   auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   const auto cells = record::cells_with_runs(ctx.plan, records);
   // revision_of is never null here: the plan has revisions.
@@ -79,19 +79,19 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
     todo = {{first == todo.front().end() ? todo.front().front() : *first}};
   }
   if (todo.empty()) {
-    info(g, fmt::format("every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
-                        ctx.plan.experiment, opts.retry ? "" : ", --retry those whose latest run failed a gate"));
+    progress.info(fmt::format("every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
+                              ctx.plan.experiment, opts.retry ? "" : ", --retry those whose latest run failed a gate"));
     return 0;
   }
   for (const auto& r : revisions)
-    info(g, fmt::format("revision {} = {} ({}{})", r.name, r.spec, r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12),
-                        r.code.snapshot.empty() ? "" : " +snapshot " + r.code.snapshot.substr(0, 12)));
+    progress.info(fmt::format("revision {} = {} ({}{})", r.name, r.spec, r.code.commit.empty() ? "unborn" : r.code.commit.substr(0, 12),
+                              r.code.snapshot.empty() ? "" : " +snapshot " + r.code.snapshot.substr(0, 12)));
   // Each revision the chosen cells need, written and built once.
   for (auto& r : revisions)
     if (std::any_of(todo.begin(), todo.end(), [&](const auto& group) {
           return std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) { return c.values.front() == r.name; });
         }))
-      prepare_revision(ctx, g, r, opts.rebuild);
+      prepare_revision(ctx, progress, r, opts.rebuild);
   const int rounds = opts.only || opts.step ? 1 : opts.rounds > 0 ? opts.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 10;
   const std::uint64_t seed = opts.seed.value_or(std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32));
   RunOptions run = opts.run;
@@ -99,15 +99,15 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
   int exit_code = 0;
   auto measure = [&](const Scheduled& schedule, const RunOptions& o) {
     if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as without revisions
-      run_parallel(ctx, g, schedule, 1, false, o, exit_code);
+      run_parallel(ctx, progress, schedule, 1, false, o, exit_code);
     else
-      run_serial(ctx, g, schedule, false, o, exit_code);
+      run_serial(ctx, progress, schedule, false, o, exit_code);
   };
   if (opts.automatic && !opts.only && !opts.step) {
     runner::start_environment_probe();
     std::vector<record::Record> records;
     int round = 0;
-    run_auto_rounds(ctx, g, todo, *opts.automatic, records, [&](const Scheduled& s) {
+    run_auto_rounds(ctx, progress, todo, *opts.automatic, records, [&](const Scheduled& s) {
       RunOptions o = run;
       o.records = &records;
       o.setup_done = ++round > 1;
@@ -115,17 +115,14 @@ int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions
     });
     return exit_code;
   }
-  std::mt19937_64 rng(seed);
   // Round r: the groups in a shuffled order, each group's revisions back to back, forwards in odd
   // rounds and backwards in even ones, so neither runs second (warmer) every time.
-  Scheduled schedule;
-  const runner::Schedule base{1, rounds, seed, 1, new_batch_id()};
-  for (int r = 1; r <= rounds; ++r) append_round(schedule, todo, r, base, rng, true);
-  info(g, fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
-                      schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
+  const Scheduled schedule = fixed_rounds(todo, rounds, seed, true);
+  progress.info(fmt::format("{} round{} of {} cell{}, revisions alternating, groups shuffled with seed {}", rounds, rounds == 1 ? "" : "s",
+                            schedule.size() / static_cast<std::size_t>(rounds), schedule.size() / rounds == 1 ? "" : "s", seed));
   runner::start_environment_probe();
   measure(schedule, run);
   return exit_code;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

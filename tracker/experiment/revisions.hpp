@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "experiment/context.hpp"
 #include "record/record.hpp"
 #include "runner/run.hpp"
 #include "util/lock.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 // The name of the work tree as a revision.
 inline constexpr std::string_view kWorktree = "WORKTREE";
@@ -42,8 +42,9 @@ struct Revision {
 void add_revision_override(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::string>& overrides);
 
 // Resolves every revision of the plan (the overrides replacing theirs). Throws Error(usage)
-// for a revision that names no commit, before anything runs.
-std::vector<Revision> resolve_revisions(const Context& ctx, const std::map<std::string, std::string>& overrides);
+// for a revision that names no commit, before anything runs. `progress`: for the work tree's
+// snapshot (code_identity).
+std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress, const std::map<std::string, std::string>& overrides);
 
 // The folder name under .git/abtrack/trees/ of a code tree built by `build` (the command as the
 // plan gives it): a changed command builds in a folder of its own, and going back to the old
@@ -58,8 +59,9 @@ std::string tree_key(const std::string& tree, const std::string& build);
 // the revision's tree) is kept in `failed_build` with its log under <key>/; it does not throw.
 // Throws Error(environment) for a tree it cannot make (a submodule no local copy provides),
 // Interrupted on SIGINT/SIGTERM. `rebuild`: build again even when a build succeeded before
-// (what the cache key cannot see changed: a harness or library outside the repository).
-void prepare_revision(const Context& ctx, const GlobalOptions& g, Revision& rev, bool rebuild = false);
+// (what the cache key cannot see changed: a harness or library outside the repository). What it
+// does (checking out, building) is info to `progress`, a failing build a warning.
+void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, bool rebuild = false);
 
 // The plan as the revision's commands see it: rooted at the revision's code tree.
 plan::Plan plan_for(const plan::Plan& plan, const Revision& rev);
@@ -79,7 +81,8 @@ struct CleanReport {
 
 // Removes the trees under .git/abtrack/trees/ whose keys `keep_keys` does not name, except the
 // `keep_recent` most recently used and those in use, with their work-tree registrations in
-// .git/worktrees/; and what killed writes left there.
-CleanReport clean_trees(const Context& ctx, const std::vector<std::string>& keep_keys, int keep_recent);
+// .git/worktrees/; and what killed writes left there. A build a killed abtrack left running in
+// a removed tree is stopped, with a warning to `progress`.
+CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys, int keep_recent);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

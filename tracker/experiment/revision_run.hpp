@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
-#include "cli/revisions.hpp"
-#include "cli/rounds.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/context.hpp"
+#include "experiment/revisions.hpp"
+#include "experiment/rounds.hpp"
+#include "experiment/scheduler.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 
 struct RevisionRunOptions {
   std::map<std::string, std::string> overrides;  // --rev NAME=REVISION
@@ -38,6 +38,6 @@ std::vector<std::vector<plan::Cell>> revision_groups(const plan::Plan& plan);
 // group that has a cell without a valid run on its revision's current code and recipe (or every
 // group, with `all`), `rounds` rounds, one commit per run. Returns the exit code (1 when a run
 // failed or was invalid); throws what the run path throws (interrupt, early stop).
-int run_revisions(Context& ctx, const GlobalOptions& g, const RevisionRunOptions& opts);
+int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& opts);
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment

@@ -1,4 +1,4 @@
-#include "cli/rounds.hpp"
+#include "experiment/rounds.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
-#include "cli/commit_run.hpp"
-#include "cli/scheduler.hpp"
+#include "experiment/commit_run.hpp"
+#include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "stats/compare.hpp"
 #include "stats/paired.hpp"
 #include "util/text.hpp"
 
-namespace abtrack::cli {
+namespace abtrack::experiment {
 namespace {
 
 // The cells a verdict is decided for: those with a baseline cell other than themselves.
@@ -156,7 +156,15 @@ void append_round(Scheduled& out, const std::vector<Unit>& units, int round, run
   }
 }
 
-void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Unit>& given, const AutoRounds& opts,
+Scheduled fixed_rounds(const std::vector<Unit>& units, int rounds, std::uint64_t seed, bool interleaved) {
+  std::mt19937_64 rng(seed);
+  Scheduled out;
+  const runner::Schedule base{1, rounds, seed, 1, interleaved ? new_batch_id() : ""};
+  for (int r = 1; r <= rounds; ++r) append_round(out, units, r, base, rng, interleaved);
+  return out;
+}
+
+void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& given, const AutoRounds& opts,
                      std::vector<record::Record>& records, const std::function<void(const Scheduled&)>& run_round) {
   const plan::Plan& plan = ctx.plan;
   // Every variant's baseline runs in the same rounds, whether or not it needed a run itself.
@@ -174,9 +182,9 @@ void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Uni
   std::mt19937_64 rng(opts.seed);
   const runner::Schedule base{1, opts.max_rounds, opts.seed, 1, new_batch_id(), true};
   const std::vector<record::Record> head = opts.dry_run ? head_records(ctx) : std::vector<record::Record>{};
-  info(g, fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}", opts.max_rounds,
-                      opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
-                      opts.seed));
+  progress.info(fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}", opts.max_rounds,
+                            opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
+                            opts.seed));
   std::map<std::string, Standing> standing;
   std::map<std::string, int> decided_at;
   const auto start = std::chrono::steady_clock::now();
@@ -230,10 +238,10 @@ void run_auto_rounds(Context& ctx, const GlobalOptions& g, const std::vector<Uni
     const std::string label = plan.label(v);
     const Standing& s = standing[label];
     if (s.decided)
-      info(g, fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label], decided_at[label] == 1 ? "" : "s"));
+      progress.info(fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label], decided_at[label] == 1 ? "" : "s"));
     else
-      info(g, fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
-                          stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
+      progress.info(fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
+                                stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
   }
 }
 
@@ -270,4 +278,4 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
   return lines;
 }
 
-}  // namespace abtrack::cli
+}  // namespace abtrack::experiment
