@@ -96,11 +96,9 @@ long long parse_int(const std::string& opt, const std::string& text, long long l
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty())
-    throw UsageError(opt + " expects an integer, got '" + text + "'");
+  if (used != text.size() || text.empty()) throw UsageError(opt + " expects an integer, got '" + text + "'");
   if (v < lo || v > hi)
-    throw UsageError(opt + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                     ", got " + text);
+    throw UsageError(opt + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + text);
   return v;
 }
 
@@ -259,10 +257,10 @@ void add_check(mla::JsonLine& j, const mla::CheckResult& c) {
 
 void print_summary(const std::string& what, const std::vector<double>& us, const mla::CheckResult& c) {
   std::printf("%s\n", what.c_str());
-  std::printf("  median %.2f us over %zu samples; rel_err %.3e, max_abs_err %.3e, corruption %.4f%%, "
-              "cos_diff %.2e, check %s\n",
-              median(us), us.size(), c.rel_err, c.max_abs_err, c.corruption_pct, c.cos_diff,
-              c.passed ? "passed" : "FAILED");
+  std::printf(
+      "  median %.2f us over %zu samples; rel_err %.3e, max_abs_err %.3e, corruption %.4f%%, "
+      "cos_diff %.2e, check %s\n",
+      median(us), us.size(), c.rel_err, c.max_abs_err, c.corruption_pct, c.cos_diff, c.passed ? "passed" : "FAILED");
   if (!c.passed) std::fprintf(stderr, "mla_decode_bench: warning: check failed: %s\n", c.first_failure.c_str());
 }
 
@@ -294,9 +292,9 @@ int run_cpu(const Options& o) {
   }
   const mla::CheckResult check = mla::check_outputs(in.shape, got, ref);
   const int splits = mla::cpu_effective_splits(in.shape, cfg);
-  print_summary("mla_decode_bench: cpu tiled, tile " + std::to_string(cfg.tile) + ", splits " +
-                    std::to_string(splits) + ", B=" + std::to_string(o.shape.batch) + " h=" +
-                    std::to_string(o.shape.heads) + " topk=" + std::to_string(o.shape.topk),
+  print_summary("mla_decode_bench: cpu tiled, tile " + std::to_string(cfg.tile) + ", splits " + std::to_string(splits) +
+                    ", B=" + std::to_string(o.shape.batch) + " h=" + std::to_string(o.shape.heads) +
+                    " topk=" + std::to_string(o.shape.topk),
                 us, check);
   const double med = median(us);
   mla::JsonLine j;
@@ -305,8 +303,8 @@ int run_cpu(const Options& o) {
   add_check(j, check);
   j.add("gbps", mla::decode_bytes(o.shape) / (med * 1e-6) / 1e9);
   j.add("tflops", mla::decode_flops(o.shape) / (med * 1e-6) / 1e12);
-  for (const char* k : {"roofline_us", "roofline_frac", "regs_per_thread", "smem_bytes", "ctas_per_sm",
-                        "warps_per_sm", "cluster", "local_bytes", "copy_gbps"})
+  for (const char* k : {"roofline_us", "roofline_frac", "regs_per_thread", "smem_bytes", "ctas_per_sm", "warps_per_sm",
+                        "cluster", "local_bytes", "copy_gbps"})
     j.add_null(k);
   j.add("device", "cpu");
   j.add("feasible", true);
@@ -322,13 +320,13 @@ mla::CheckResult worse(const mla::CheckResult& a, const mla::CheckResult& b) {
   return (a.corruption_pct > b.corruption_pct || !(a.rel_err <= b.rel_err)) ? a : b;
 }
 
-int print_infeasible(const Options& o, const std::string& device, const std::string& why,
-                     std::size_t smem, std::optional<int> splits) {
+int print_infeasible(const Options& o, const std::string& device, const std::string& why, std::size_t smem,
+                     std::optional<int> splits) {
   std::fprintf(stderr, "mla_decode_bench: infeasible configuration: %s\n", why.c_str());
   mla::JsonLine j;
   j.add("samples_us", std::vector<double>{});
-  for (const char* k : {"median_us", "rel_err", "max_abs_err", "corruption_pct", "gbps", "tflops",
-                        "roofline_us", "roofline_frac", "regs_per_thread"})
+  for (const char* k : {"median_us", "rel_err", "max_abs_err", "corruption_pct", "gbps", "tflops", "roofline_us",
+                        "roofline_frac", "regs_per_thread"})
     j.add_null(k);
   j.add("smem_bytes", static_cast<long long>(smem));
   j.add_null("ctas_per_sm");
@@ -374,8 +372,8 @@ int run_cuda(const Options& o) {
                 "regs %d smem %zu B, %d CTAs/SM; roofline %.2f us (copy %.0f GB/s)",
                 info.name.c_str(), o.cuda.warps, o.cuda.stages, o.cuda.tile, plan.splits,
                 o.cuda.splits == 0 ? " (auto)" : "", mla::to_string(o.cuda.math), mla::to_string(o.cuda.dequant),
-                o.shape.batch, o.shape.heads, o.shape.topk, plan.regs_per_thread, plan.smem_bytes,
-                plan.ctas_per_sm, roofline_us, copy_bw / 1e9);
+                o.shape.batch, o.shape.heads, o.shape.topk, plan.regs_per_thread, plan.smem_bytes, plan.ctas_per_sm,
+                roofline_us, copy_bw / 1e9);
   print_summary(line, us, check);
   if (plan.local_bytes > 0)
     std::fprintf(stderr, "mla_decode_bench: warning: %zu bytes of local memory per thread (spills)\n",

@@ -22,8 +22,7 @@ bool same_nonfinite(double a, double b) {
 CheckResult check_outputs(const Shape& shape, const Outputs& got, const Reference& ref) {
   const std::size_t n_out = static_cast<std::size_t>(shape.batch) * shape.heads * kDimV;
   const std::size_t n_lse = static_cast<std::size_t>(shape.batch) * shape.heads;
-  if (got.out.size() != n_out || ref.out.size() != n_out || got.lse.size() != n_lse ||
-      ref.lse.size() != n_lse)
+  if (got.out.size() != n_out || ref.out.size() != n_out || got.lse.size() != n_lse || ref.lse.size() != n_lse)
     throw std::invalid_argument("check_outputs: output sizes do not match the shape");
   CheckResult r;
   double diff2 = 0.0, ref2 = 0.0, ab = 0.0, aabb = 0.0;
@@ -49,8 +48,8 @@ CheckResult check_outputs(const Shape& shape, const Outputs& got, const Referenc
     if (!ok) {
       if (r.failed_elements == 0) {
         const std::size_t bh = i / kDimV;
-        first << "out[b=" << bh / shape.heads << "][h=" << bh % shape.heads << "][" << i % kDimV
-              << "] = " << a << ", reference " << b;
+        first << "out[b=" << bh / shape.heads << "][h=" << bh % shape.heads << "][" << i % kDimV << "] = " << a
+              << ", reference " << b;
       }
       ++r.failed_elements;
     }
@@ -72,14 +71,12 @@ CheckResult check_outputs(const Shape& shape, const Outputs& got, const Referenc
     }
     if (!ok) {
       if (r.failed_elements == 0 && r.failed_lse == 0)
-        first << "lse[b=" << i / shape.heads << "][h=" << i % shape.heads << "] = " << a
-              << ", reference " << b;
+        first << "lse[b=" << i / shape.heads << "][h=" << i % shape.heads << "] = " << a << ", reference " << b;
       ++r.failed_lse;
     }
   }
   r.first_failure = first.str();
-  r.passed = r.failed_elements == 0 && r.failed_lse == 0 && r.nonfinite_mismatches == 0 &&
-             r.cos_diff < 5e-6;
+  r.passed = r.failed_elements == 0 && r.failed_lse == 0 && r.nonfinite_mismatches == 0 && r.cos_diff < 5e-6;
   if (r.passed == false && r.first_failure.empty()) {
     std::ostringstream why;
     why << "cosine difference " << r.cos_diff << " >= 5e-6";

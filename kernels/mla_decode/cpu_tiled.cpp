@@ -23,8 +23,7 @@ int resolve_threads(int threads) {
 }
 
 // One (batch row, split) item: all heads over the split's tiles.
-void run_item(const Inputs& in, float scale_log2, int tile, const SplitPlan& plan, int b, int s,
-              Partials& part) {
+void run_item(const Inputs& in, float scale_log2, int tile, const SplitPlan& plan, int b, int s, Partials& part) {
   const Shape& sh = in.shape;
   const int h_count = sh.heads;
   std::vector<float> kv(static_cast<std::size_t>(tile) * kDimQk);
@@ -81,10 +80,8 @@ void run_item(const Inputs& in, float scale_log2, int tile, const SplitPlan& pla
   for (int h = 0; h < h_count; ++h) {
     const std::size_t row = (static_cast<std::size_t>(b) * part.splits + s) * h_count + h;
     const float inv = l[h] > 0.0f ? 1.0f / l[h] : 0.0f;
-    for (int d = 0; d < kDimV; ++d)
-      part.o[row * kDimV + d] = acc[static_cast<std::size_t>(h) * kDimV + d] * inv;
-    part.lse_log2[row] =
-        l[h] > 0.0f ? m[h] + std::log2(l[h]) : -std::numeric_limits<float>::infinity();
+    for (int d = 0; d < kDimV; ++d) part.o[row * kDimV + d] = acc[static_cast<std::size_t>(h) * kDimV + d] * inv;
+    part.lse_log2[row] = l[h] > 0.0f ? m[h] + std::log2(l[h]) : -std::numeric_limits<float>::infinity();
   }
 }
 

@@ -10,9 +10,9 @@ namespace abtrack::kernels::mla_decode {
 
 // Knobs of the CPU implementation.
 struct CpuConfig {
-  int tile = 64;     // tokens per tile (>= 1)
-  int threads = 0;   // worker threads (0 = all hardware threads)
-  int splits = 1;    // splits per row (0 = auto)
+  int tile = 64;    // tokens per tile (>= 1)
+  int threads = 0;  // worker threads (0 = all hardware threads)
+  int splits = 1;   // splits per row (0 = auto)
 };
 
 // Split partials: o [batch][splits][heads][512] (= acc / l, 0 for an empty split) and

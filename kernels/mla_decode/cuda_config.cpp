@@ -20,15 +20,15 @@ std::string validate_config(const CudaConfig& c) {
 std::size_t cuda_smem_bytes(const CudaConfig& c, int tiles_per_split) {
   // Must match the carve-up in mla_decode_kernels.cu.
   if (c.math == Math::wgmma)  // must match mla_decode_wgmma.cu
-    return 65536 + 32768 + 4096 + 4096 + 8192 + static_cast<std::size_t>(c.stages) * 41 * 64 * 16 + (2 * 4 * 16 + 4 * 32) * 4 + 16 + 8 + 8 * 2 * 32 * 4 +
-           static_cast<std::size_t>(tiles_per_split) * c.tile * 4;
+    return 65536 + 32768 + 4096 + 4096 + 8192 + static_cast<std::size_t>(c.stages) * 41 * 64 * 16 +
+           (2 * 4 * 16 + 4 * 32) * 4 + 16 + 8 + 8 * 2 * 32 * 4 + static_cast<std::size_t>(tiles_per_split) * c.tile * 4;
   std::size_t bytes = 0;
-  bytes += 2 * (kDimQk / 16) * 32 * 16;                                          // Q A fragments
-  bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;            // raw fp8 ring
-  bytes += static_cast<std::size_t>(4) * kHeadsPerCta * (c.tile + 4) * 4;        // f32 S partials (4 k parts)
-  bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;            // P (bf16)
-  bytes += 3 * kHeadsPerCta * 4;                                                 // alpha, m, l
-  bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;               // indices
+  bytes += 2 * (kDimQk / 16) * 32 * 16;                                    // Q A fragments
+  bytes += static_cast<std::size_t>(c.stages) * c.tile * kTokenBytes;      // raw fp8 ring
+  bytes += static_cast<std::size_t>(4) * kHeadsPerCta * (c.tile + 4) * 4;  // f32 S partials (4 k parts)
+  bytes += static_cast<std::size_t>(kHeadsPerCta) * (c.tile + 8) * 2;      // P (bf16)
+  bytes += 3 * kHeadsPerCta * 4;                                           // alpha, m, l
+  bytes += static_cast<std::size_t>(tiles_per_split) * c.tile * 4;         // indices
   return bytes;
 }
 
@@ -37,10 +37,11 @@ Feasibility cuda_feasibility(const CudaConfig& c, int tiles_per_split, std::size
   f.smem_bytes = cuda_smem_bytes(c, tiles_per_split);
   if (f.smem_bytes > smem_limit) {
     f.feasible = false;
-    f.why = "shared memory " + std::to_string(f.smem_bytes) + " bytes per CTA (stages " +
-            std::to_string(c.stages) + " x tile " + std::to_string(c.tile) +
-            " x 656 B ring + " + std::string(c.math == Math::wgmma ? "f16 K/V tile" : "S partials") + " + Q + P + " + std::to_string(tiles_per_split * c.tile) +
-            " indices) exceeds the per-block limit of " + std::to_string(smem_limit) + " bytes";
+    f.why = "shared memory " + std::to_string(f.smem_bytes) + " bytes per CTA (stages " + std::to_string(c.stages) +
+            " x tile " + std::to_string(c.tile) + " x 656 B ring + " +
+            std::string(c.math == Math::wgmma ? "f16 K/V tile" : "S partials") + " + Q + P + " +
+            std::to_string(tiles_per_split * c.tile) + " indices) exceeds the per-block limit of " +
+            std::to_string(smem_limit) + " bytes";
   }
   return f;
 }

@@ -59,8 +59,8 @@ dim3 launch_grid(const LaunchPlan& lp, int heads, int batch) {
 }
 
 // `cfg` launches `grid` x `block` in clusters of `cluster` CTAs along x; `attr` is its attribute.
-void cluster_launch_config(cudaLaunchConfig_t& cfg, cudaLaunchAttribute& attr, dim3 grid, dim3 block,
-                           std::size_t smem, int cluster, cudaStream_t stream) {
+void cluster_launch_config(cudaLaunchConfig_t& cfg, cudaLaunchAttribute& attr, dim3 grid, dim3 block, std::size_t smem,
+                           int cluster, cudaStream_t stream) {
   cfg = cudaLaunchConfig_t{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -218,8 +218,8 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     const Feasibility f0 = cuda_feasibility(config, 1, d.info.smem_optin);
     int ctas = 1;
     if (f0.feasible) {
-      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(f0.smem_bytes)));
+      CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f0.smem_bytes)));
       CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, f0.smem_bytes));
     }
     splits = auto_splits_gpu(d.shape.batch, head_blocks, one.tiles, std::max(1, ctas) * d.info.sm_count);
@@ -235,14 +235,13 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     lp.why = f.why;
     return lp;
   }
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(f.smem_bytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem_bytes)));
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&lp.ctas_per_sm, kernel, threads, f.smem_bytes));
   lp.warps_per_sm = lp.ctas_per_sm * threads / 32;
   if (lp.ctas_per_sm == 0) {
     lp.feasible = false;
-    lp.why = "no CTA fits on an SM (" + std::to_string(attr.numRegs) + " registers x " +
-             std::to_string(threads) + " threads, " + std::to_string(f.smem_bytes) + " B shared memory)";
+    lp.why = "no CTA fits on an SM (" + std::to_string(attr.numRegs) + " registers x " + std::to_string(threads) +
+             " threads, " + std::to_string(f.smem_bytes) + " B shared memory)";
     return lp;
   }
   const bool pow2 = (lp.splits & (lp.splits - 1)) == 0;
@@ -251,12 +250,12 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     // memory; only where clusters of that size keep as many CTAs resident as without them.
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute attr;
-    cluster_launch_config(cfg, attr, launch_grid(lp, d.shape.heads, d.shape.batch), dim3(static_cast<unsigned>(threads)),
-                          lp.smem_bytes, lp.splits, nullptr);
+    cluster_launch_config(cfg, attr, launch_grid(lp, d.shape.heads, d.shape.batch),
+                          dim3(static_cast<unsigned>(threads)), lp.smem_bytes, lp.splits, nullptr);
     int clusters = 0;
     const void* clustered = kernel_for(config, lp.splits);
-    CUDA_CHECK(cudaFuncSetAttribute(clustered, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(f.smem_bytes)));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(clustered, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem_bytes)));
     if (cudaOccupancyMaxActiveClusters(&clusters, clustered, &cfg) != cudaSuccess) {
       (void)cudaGetLastError();  // not launchable in clusters here: the other combine
       clusters = 0;
@@ -375,7 +374,7 @@ std::vector<double> CudaDecoder::time(const LaunchPlan& lp, int samples, int war
         CUDA_CHECK(cudaMemsetAsync(d.flush_clean.ptr, 0x5a, d.flush_clean.count, d.stream));
       }
       l2_read_kernel<<<4 * d.info.sm_count, 512, 0, d.stream>>>(reinterpret_cast<const uint4*>(d.flush_clean.ptr),
-                                                               d.flush_clean.count / sizeof(uint4), d.sink.ptr);
+                                                                d.flush_clean.count / sizeof(uint4), d.sink.ptr);
       CUDA_CHECK(cudaGetLastError());
     }
     CUDA_CHECK(cudaEventRecord(d.start, d.stream));

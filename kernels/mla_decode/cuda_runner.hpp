@@ -31,18 +31,18 @@ DeviceInfo cuda_device_info();
 // A configuration resolved for one problem: what runs, and what it costs in resources.
 struct LaunchPlan {
   CudaConfig config;
-  int splits = 1;            // resolved (auto -> a number)
+  int splits = 1;  // resolved (auto -> a number)
   int tiles = 0;
   int tiles_per_split = 0;
   bool feasible = true;
-  std::string why;           // when not feasible
+  std::string why;  // when not feasible
   std::size_t smem_bytes = 0;
   int regs_per_thread = 0;
   std::size_t local_bytes = 0;  // per-thread local memory (spills)
   int ctas_per_sm = 0;
   int warps_per_sm = 0;
-  int cluster = 1;           // CTAs per cluster: the splits (wgmma kernel, splits 2, 4 or 8, when
-                             // clusters of that size keep as many CTAs resident), else 1
+  int cluster = 1;  // CTAs per cluster: the splits (wgmma kernel, splits 2, 4 or 8, when
+                    // clusters of that size keep as many CTAs resident), else 1
 };
 
 // Measures device-to-device copy bandwidth (bytes read + written per second) with `bytes`-sized

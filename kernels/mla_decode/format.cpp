@@ -8,9 +8,7 @@
 
 namespace abtrack::kernels::mla_decode {
 
-float bf16_to_float(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
+float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 std::uint16_t float_to_bf16(float value) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(value);
@@ -55,8 +53,7 @@ float quant_scale(float amax) {
 void quantize_token(std::span<const float> values, std::span<std::uint8_t> row) {
   for (int block = 0; block < kScaleCount; ++block) {
     float amax = 0.0f;
-    for (int i = 0; i < kQuantBlock; ++i)
-      amax = std::max(amax, std::fabs(values[block * kQuantBlock + i]));
+    for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::fabs(values[block * kQuantBlock + i]));
     const float scale = quant_scale(amax);
     for (int i = 0; i < kQuantBlock; ++i)
       row[block * kQuantBlock + i] = float_to_e4m3(values[block * kQuantBlock + i] / scale);

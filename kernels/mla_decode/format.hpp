@@ -7,15 +7,15 @@
 
 namespace abtrack::kernels::mla_decode {
 
-inline constexpr int kDimQk = 576;                    // 512 latent ("nope") + 64 RoPE
-inline constexpr int kDimV = 512;                     // output / value width
-inline constexpr int kDimRope = kDimQk - kDimV;       // 64
-inline constexpr int kQuantBlock = 128;               // latent values per fp32 scale
+inline constexpr int kDimQk = 576;                       // 512 latent ("nope") + 64 RoPE
+inline constexpr int kDimV = 512;                        // output / value width
+inline constexpr int kDimRope = kDimQk - kDimV;          // 64
+inline constexpr int kQuantBlock = 128;                  // latent values per fp32 scale
 inline constexpr int kScaleCount = kDimV / kQuantBlock;  // 4
-inline constexpr int kTokenBytes = 656;               // 512 e4m3 + 4 fp32 scales + 64 bf16
-inline constexpr int kScaleOffset = 512;              // byte offset of the four fp32 scales
-inline constexpr int kRopeOffset = 528;               // byte offset of the 64 bf16 RoPE values
-inline constexpr int kPageTokens = 64;                // page size of the pool (informational)
+inline constexpr int kTokenBytes = 656;                  // 512 e4m3 + 4 fp32 scales + 64 bf16
+inline constexpr int kScaleOffset = 512;                 // byte offset of the four fp32 scales
+inline constexpr int kRopeOffset = 528;                  // byte offset of the 64 bf16 RoPE values
+inline constexpr int kPageTokens = 64;                   // page size of the pool (informational)
 
 // bf16 bits -> float (exact).
 float bf16_to_float(std::uint16_t bits);

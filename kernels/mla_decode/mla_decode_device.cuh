@@ -16,9 +16,9 @@ constexpr int kDimQk = 576;
 constexpr int kDimV = 512;
 constexpr int kTokenBytes = 656;
 constexpr int kChunks = kTokenBytes / 16;  // 41 16-byte chunks per token row
-constexpr int kHeads = 32;                  // heads per CTA
-constexpr float kMinusBig = -1e30f;          // a running maximum before any valid column
-constexpr float kRescaleLog2 = 8.0f;         // lazy rescaling threshold (log2 domain): P <= 256
+constexpr int kHeads = 32;                 // heads per CTA
+constexpr float kMinusBig = -1e30f;        // a running maximum before any valid column
+constexpr float kRescaleLog2 = 8.0f;       // lazy rescaling threshold (log2 domain): P <= 256
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));

@@ -10,8 +10,8 @@
 //   O += P V: a warp owns 512/W columns; per 16 tokens a lane loads one word from each of its
 //     four B-fragment rows and a byte permute turns them into four n-tiles' B fragments.
 // Three barriers per tile (four with one stage). A combine kernel merges the splits.
-#include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
+#include "mla_decode_kernels.cuh"
 
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -25,7 +25,8 @@ constexpr int kKTotal = kDimQk / 16;  // 36 k16 steps: 32 fp8 (4 scale groups of
 
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
 }
 // d += a * b, m16n8k16, bf16 inputs, f32 accumulators.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
@@ -56,17 +57,17 @@ struct Layout {
   // (8 k16 steps) and one of the 4 bf16 rope steps, so the group's scale multiplies the part's
   // f32 result once per token instead of every value; W/4 n-groups of T/8/(W/4) n-tiles.
   static constexpr int kKSplit = 4;
-  static constexpr int kNGroups = W / kKSplit;               // 1 (4 warps) or 2 (8 warps)
-  static constexpr int kKSteps = 9;                          // 8 fp8 + 1 rope per k part
-  static constexpr int kNT = T / 8;                          // n-tiles of S
-  static constexpr int kNTW = kNT / kNGroups;                // n-tiles per warp
-  static constexpr int kQBytes = 2 * kKTotal * 32 * 16;      // Q A fragments, fragment order
-  static constexpr int kSStride = T + 4;                     // floats
-  static constexpr int kPStride = T + 8;                     // bf16
-  static constexpr int kRowsPerWarp = kHeads / W;            // softmax rows per warp
-  static constexpr int kPasses = kRowsPerWarp / 4;           // 4 rows (8 lanes each) per pass
-  static constexpr int kCols = kDimV / W;                    // P V columns per warp: 128 or 64
-  static constexpr int kDBlocks = kCols / 32;                // 32-column blocks (4 n-tiles each)
+  static constexpr int kNGroups = W / kKSplit;           // 1 (4 warps) or 2 (8 warps)
+  static constexpr int kKSteps = 9;                      // 8 fp8 + 1 rope per k part
+  static constexpr int kNT = T / 8;                      // n-tiles of S
+  static constexpr int kNTW = kNT / kNGroups;            // n-tiles per warp
+  static constexpr int kQBytes = 2 * kKTotal * 32 * 16;  // Q A fragments, fragment order
+  static constexpr int kSStride = T + 4;                 // floats
+  static constexpr int kPStride = T + 8;                 // bf16
+  static constexpr int kRowsPerWarp = kHeads / W;        // softmax rows per warp
+  static constexpr int kPasses = kRowsPerWarp / 4;       // 4 rows (8 lanes each) per pass
+  static constexpr int kCols = kDimV / W;                // P V columns per warp: 128 or 64
+  static constexpr int kDBlocks = kCols / 32;            // 32-column blocks (4 n-tiles each)
   static constexpr int kNTiles = kDBlocks * 4;
   static_assert(kKSplit * kKSteps == kKTotal, "k steps split evenly over warps");
   static_assert(kNTW * kNGroups == kNT, "n-tiles split evenly over n-groups");
@@ -169,7 +170,8 @@ __device__ __forceinline__ std::uint32_t dequant_column(std::uint32_t wa, std::u
 template <int W, int T, bool kFma, bool kBits>
 // 8 warps with tiles up to 32 (mma): at most 128 registers, so that two CTAs share an SM when
 // shared memory allows (64-token tiles never fit twice; the FMA control would spill).
-__global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) decode_kernel_impl(const KernelParams p) {
+__global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1)
+    decode_kernel_impl(const KernelParams p) {
   using L = Layout<W, T>;
   constexpr bool bits = kBits;
   extern __shared__ __align__(128) std::uint8_t smem[];
@@ -298,26 +300,31 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
       };
       // (4 warps x 64 tokens: 8 n-tiles beside 128 accumulators; unrolled, its loads spill.)
 #pragma unroll(W == 4 && T == 64 ? 1 : L::kKSteps)
-        for (int i = 0; i < L::kKSteps; ++i) {
-          const int j = kstep_of(kp, i);
-          std::uint32_t a[2][4];
-          const uint4 f0 = q_s[j * 32 + lane];
-          const uint4 f1 = q_s[(kKTotal + j) * 32 + lane];
-          a[0][0] = f0.x; a[0][1] = f0.y; a[0][2] = f0.z; a[0][3] = f0.w;
-          a[1][0] = f1.x; a[1][1] = f1.y; a[1][2] = f1.z; a[1][3] = f1.w;
-          if (i == 8) scale_group(bits ? 0x1.0p120f : 1.0f);  // x 2^120 matches the rope's 2^100
+      for (int i = 0; i < L::kKSteps; ++i) {
+        const int j = kstep_of(kp, i);
+        std::uint32_t a[2][4];
+        const uint4 f0 = q_s[j * 32 + lane];
+        const uint4 f1 = q_s[(kKTotal + j) * 32 + lane];
+        a[0][0] = f0.x;
+        a[0][1] = f0.y;
+        a[0][2] = f0.z;
+        a[0][3] = f0.w;
+        a[1][0] = f1.x;
+        a[1][1] = f1.y;
+        a[1][2] = f1.z;
+        a[1][3] = f1.w;
+        if (i == 8) scale_group(bits ? 0x1.0p120f : 1.0f);  // x 2^120 matches the rope's 2^100
 #pragma unroll
-          for (int n = 0; n < L::kNTW; ++n) {
-            std::uint32_t b0, b1;
-            if (i < 8)
-              dequant4_split(*reinterpret_cast<const std::uint32_t*>(ktile + n * 8 * kTokenBytes + 16 * j + 4 * t4), bits,
-                             b0, b1);
-            else
-              rope_b(n, j - 32, b0, b1);
-            mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
-            mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
-          }
+        for (int n = 0; n < L::kNTW; ++n) {
+          std::uint32_t b0, b1;
+          if (i < 8)
+            dequant4_split(*reinterpret_cast<const std::uint32_t*>(ktile + n * 8 * kTokenBytes + 16 * j + 4 * t4), bits,
+                           b0, b1);
+          else rope_b(n, j - 32, b0, b1);
+          mma_or_fma<kFma>(sacc[0][n], a[0], b0, b1);
+          mma_or_fma<kFma>(sacc[1][n], a[1], b0, b1);
         }
+      }
       float* s_part = s_s + kp * kHeads * L::kSStride;
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
@@ -432,12 +439,12 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
           const std::uint32_t w1 = *reinterpret_cast<const std::uint32_t*>(r1 + off);
           const std::uint32_t w2 = *reinterpret_cast<const std::uint32_t*>(r2 + off);
           const std::uint32_t w3 = *reinterpret_cast<const std::uint32_t*>(r3 + off);
-#define ABTRACK_MLA_PV_COLUMN(C)                                                   \
-  {                                                                                \
-    const std::uint32_t b0 = dequant_column<C>(w0, w1, bits);                      \
-    const std::uint32_t b1 = dequant_column<C>(w2, w3, bits);                      \
-    mma_or_fma<kFma>(acc[0][db * 4 + C], a[0], b0, b1);                            \
-    mma_or_fma<kFma>(acc[1][db * 4 + C], a[1], b0, b1);                            \
+#define ABTRACK_MLA_PV_COLUMN(C)                              \
+  {                                                           \
+    const std::uint32_t b0 = dequant_column<C>(w0, w1, bits); \
+    const std::uint32_t b1 = dequant_column<C>(w2, w3, bits); \
+    mma_or_fma<kFma>(acc[0][db * 4 + C], a[0], b0, b1);       \
+    mma_or_fma<kFma>(acc[1][db * 4 + C], a[1], b0, b1);       \
   }
           ABTRACK_MLA_PV_COLUMN(0)
           ABTRACK_MLA_PV_COLUMN(1)
@@ -464,8 +471,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
     const float l = l_s[tid];
     const float lse2 = m_s[tid] + log2f(l);
     const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
-    if (single)
-      p.lse[bh] = l > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
+    if (single) p.lse[bh] = l > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
     else
       p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] =
           l > 0.0f ? lse2 : -INFINITY;
@@ -481,9 +487,8 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
       if (head >= p.heads) continue;
       const float l = l_s[row];
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      const std::size_t orow = single
-          ? static_cast<std::size_t>(b) * p.heads + head
-          : (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head;
+      const std::size_t orow = single ? static_cast<std::size_t>(b) * p.heads + head
+                                      : (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head;
 #pragma unroll
       for (int db = 0; db < L::kDBlocks; ++db) {
         const int col = col0 + 32 * db + 8 * t4;
@@ -509,8 +514,7 @@ __global__ void __launch_bounds__(W * 32, (W == 8 && T <= 32 && !kFma) ? 2 : 1) 
 }
 
 __global__ void __launch_bounds__(128) combine_kernel_impl(const float* part_o, const float* part_lse,
-                                                           __nv_bfloat16* out, float* lse, int heads,
-                                                           int splits) {
+                                                           __nv_bfloat16* out, float* lse, int heads, int splits) {
   const int h = blockIdx.x;
   const int b = blockIdx.y;
   const float* ls = part_lse + static_cast<std::size_t>(b) * splits * heads + h;

@@ -10,20 +10,20 @@ namespace abtrack::kernels::mla_decode {
 
 // Arguments of the decode kernel. Grid: (splits, ceil(heads / 32), batch); block: warps * 32.
 struct KernelParams {
-  const __nv_bfloat16* q;        // [batch][heads][576]
-  const std::uint8_t* pool;      // [pool][656]
-  const std::int32_t* indices;   // [batch][topk]
-  __nv_bfloat16* out;            // [batch][heads][512]   (written when splits == 1)
-  float* lse;                    // [batch][heads]        (written when splits == 1)
-  float* part_o;                 // [batch][splits][heads][512] (splits > 1; the wgmma kernel: f16, in its first half)
-  float* part_lse;               // [batch][splits][heads], log2 domain (splits > 1)
-  int* done;                     // [batch][head blocks] CTAs finished (wgmma kernel, splits > 1; zero
-                                 // before a launch, and again after it)
+  const __nv_bfloat16* q;       // [batch][heads][576]
+  const std::uint8_t* pool;     // [pool][656]
+  const std::int32_t* indices;  // [batch][topk]
+  __nv_bfloat16* out;           // [batch][heads][512]   (written when splits == 1)
+  float* lse;                   // [batch][heads]        (written when splits == 1)
+  float* part_o;                // [batch][splits][heads][512] (splits > 1; the wgmma kernel: f16, in its first half)
+  float* part_lse;              // [batch][splits][heads], log2 domain (splits > 1)
+  int* done;                    // [batch][head blocks] CTAs finished (wgmma kernel, splits > 1; zero
+                                // before a launch, and again after it)
   int batch, heads, topk, splits, tiles, tiles_per_split, stages;
-  float scale_log2;              // softmax scale * log2(e)
-  int cluster;                   // wgmma kernel: 1 when launched in clusters of `splits` CTAs along x,
-                                 // whose splits are combined through distributed shared memory
-                                 // (no partials, no counts); 0: the last CTA combines them
+  float scale_log2;  // softmax scale * log2(e)
+  int cluster;       // wgmma kernel: 1 when launched in clusters of `splits` CTAs along x,
+                     // whose splits are combined through distributed shared memory
+                     // (no partials, no counts); 0: the last CTA combines them
 };
 
 // The decode kernel instantiation for (warps, tile, math fma, dequant bits), or nullptr for

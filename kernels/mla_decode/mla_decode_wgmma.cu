@@ -32,8 +32,8 @@
 // cluster barrier, the second one's wait left for the exit); other counts are combined by the last
 // CTA of a (batch row, head block) to finish, from f16 partials. Design: docs/mla-decode-kernels.md;
 // measurements: the kernel's experiments under runs/.
-#include "mla_decode_kernels.cuh"
 #include "mla_decode_device.cuh"
+#include "mla_decode_kernels.cuh"
 
 #include <cuda_fp16.h>
 
@@ -50,9 +50,9 @@ namespace {
 
 using namespace dev;
 
-constexpr int kTile = 64;                          // tokens per tile: wgmma's M
-constexpr int kMathThreads = 256;                  // two warpgroups: conversion, wgmma, softmax
-constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the gathers
+constexpr int kTile = 64;                     // tokens per tile: wgmma's M
+constexpr int kMathThreads = 256;             // two warpgroups: conversion, wgmma, softmax
+constexpr int kThreads = kMathThreads + 128;  // and a third warpgroup: the gathers
 // Producer warps (-DABTRACK_WGMMA_PRODUCERS=1|2 for comparison: 1 warp was 1.5 us slower at B=64 h=32)
 #ifndef ABTRACK_WGMMA_PRODUCERS
 #define ABTRACK_WGMMA_PRODUCERS 4
@@ -75,8 +75,8 @@ constexpr int kThreads = kMathThreads + 128;       // and a third warpgroup: the
 #endif
 constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
 static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
-constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;   // warps of the third warpgroup issuing the gathers
-constexpr int kRowsPerProducer = kTile / kProducers;  // rows of a tile each of them copies
+constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;           // warps of the third warpgroup issuing the gathers
+constexpr int kRowsPerProducer = kTile / kProducers;          // rows of a tile each of them copies
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
 static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
 static_assert(kProducerKs == 0 || kProducers == 4,
@@ -96,25 +96,25 @@ template <int kPks>
 constexpr int kMathRegs = kPks > 0 ? ABTRACK_WGMMA_MATH_REGS : 232;
 template <int kPks>
 constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs<kPks>) / 128;
-static_assert(kProducerRegs<kProducerKs> >= 24 && kProducerRegs<kProducerKs> % 8 == 0 && kMathRegs<kProducerKs> % 8 == 0 &&
-                  kMathRegs<kProducerKs> <= 256,
+static_assert(kProducerRegs<kProducerKs> >= 24 && kProducerRegs<kProducerKs> % 8 == 0 &&
+                  kMathRegs<kProducerKs> % 8 == 0 && kMathRegs<kProducerKs> <= 256,
               "setmaxnreg counts: multiples of 8 in [24, 256] that add up to the launch's 384 x 168");
-constexpr int kStageBytes = kTile * kTokenBytes;   // one raw tile, row-major [64 tokens][656 B]
-constexpr int kRopeOffset = 528;                   // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
-constexpr int kKvBytes = kTile * kDimV * 2;        // f16 V tile (also the epilogue's O staging)
-constexpr int kQnBytes = kHeads * kDimV * 2;       // f16 Q (512 dims)
+constexpr int kStageBytes = kTile * kTokenBytes;         // one raw tile, row-major [64 tokens][656 B]
+constexpr int kRopeOffset = 528;                         // bytes 0..511 e4m3, 512..527 scales, 528..655 RoPE
+constexpr int kKvBytes = kTile * kDimV * 2;              // f16 V tile (also the epilogue's O staging)
+constexpr int kQnBytes = kHeads * kDimV * 2;             // f16 Q (512 dims)
 constexpr int kQrBytes = kHeads * (kDimQk - kDimV) * 2;  // bf16 Q RoPE
-constexpr int kPBytes = kHeads * kTile * 2;        // f16 P
+constexpr int kPBytes = kHeads * kTile * 2;              // f16 P
 
 // Named barriers (0 is __syncthreads): per warpgroup, the math warps, and per ring slot s
 // "empty" (the math warps arrive once they have read it; the producers wait before refilling).
 // A slot's arrival is an mbarrier (the bulk copies complete it).
 constexpr int kBarMath = 3;
-constexpr int kBarEmpty = 4;  // + slot (stages <= 2)
-constexpr int kBarVFree = 7;  // producer conversion: the math warps' O^T is done with the f16 tile
-constexpr int kBarVReady = 8; // ... and the producers' part of it is written
-constexpr int kBarInit = 9;   // the producers arrive once the ring's mbarriers are initialised
-constexpr int kBarProd = 10;  // the third warpgroup, after that initialisation
+constexpr int kBarEmpty = 4;   // + slot (stages <= 2)
+constexpr int kBarVFree = 7;   // producer conversion: the math warps' O^T is done with the f16 tile
+constexpr int kBarVReady = 8;  // ... and the producers' part of it is written
+constexpr int kBarInit = 9;    // the producers arrive once the ring's mbarriers are initialised
+constexpr int kBarProd = 10;   // the third warpgroup, after that initialisation
 
 // Shared memory matrix descriptor without swizzling (core matrices of 8 rows x 16 bytes, each
 // 128 contiguous bytes): start address, leading and stride byte offsets, all in 16-byte units.
@@ -124,7 +124,9 @@ __device__ __forceinline__ std::uint64_t smem_desc(const void* p, std::uint32_t 
   return static_cast<std::uint64_t>((smem_addr(p) & 0x3ffffu) >> 4) | (static_cast<std::uint64_t>(lbo >> 4) << 16) |
          (static_cast<std::uint64_t>(sbo >> 4) << 32);
 }
-__device__ __forceinline__ std::uint64_t at(std::uint64_t desc, std::uint32_t byte_offset) { return desc + (byte_offset >> 4); }
+__device__ __forceinline__ std::uint64_t at(std::uint64_t desc, std::uint32_t byte_offset) {
+  return desc + (byte_offset >> 4);
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -166,9 +168,13 @@ __device__ __forceinline__ void bulk_copy_row(void* dst, const void* src, std::u
 // memory written before the arrival is seen by every CTA after the wait), in one or in two parts,
 // this CTA's rank, and stores to and loads from the shared memory of CTA `rank` at the place of a
 // local address.
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void cluster_sync() { cluster_arrive(), cluster_wait(); }
 __device__ __forceinline__ int cluster_rank() {
   int r;
@@ -193,28 +199,27 @@ __device__ __forceinline__ float4 ld_cluster4(std::uint32_t addr) {
 }
 
 // d (64 x 32, f32) += A (64 x 16) * B (16 x 32, K-major): A K-major (kTransA 0) or M-major (1).
-#define ABTRACK_WGMMA_N32(TYPE, TRANS_A)                                                                    \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                 \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                  \
-               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, " TRANS_A     \
-               ", 0;\n}\n"                                                                                 \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),           \
-                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),        \
-                 "+f"(d[14]), "+f"(d[15])                                                                   \
-               : "l"(a), "l"(b))
+#define ABTRACK_WGMMA_N32(TYPE, TRANS_A)                                                                            \
+  asm volatile(                                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                    \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                                   \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, " TRANS_A ", 0;\n}\n"           \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                    \
+      : "l"(a), "l"(b))
 __device__ __forceinline__ void wgmma_n32_ta_f16(float (&d)[16], std::uint64_t a, std::uint64_t b) {
   ABTRACK_WGMMA_N32("f16", "1");
 }
 #undef ABTRACK_WGMMA_N32
 // d (64 x 32, f32) += A (64 x 16, this thread's fragment in registers) * B (16 x 32, K-major).
-#define ABTRACK_WGMMA_N32_RS(TYPE)                                                                          \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                 \
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                  \
-               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),           \
-                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),        \
-                 "+f"(d[14]), "+f"(d[15])                                                                   \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+#define ABTRACK_WGMMA_N32_RS(TYPE)                                                                                  \
+  asm volatile(                                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                                    \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE                                                   \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"          \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                    \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
 __device__ __forceinline__ void wgmma_n32_rs_f16(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t b) {
   ABTRACK_WGMMA_N32_RS("f16");
 }
@@ -228,7 +233,9 @@ __device__ __forceinline__ void wgmma_n32_rs_bf16(float (&d)[16], const std::uin
 // an even and an odd f16x2 by the bit trick, are k 2 t4, 2 t4 + 1 and k 2 t4 + 8, 2 t4 + 9).
 // Position p of a 16-position block holds dim (p & 7) * 2 + (p >> 3): so O^T's accumulator rows
 // g and g + 8 are dims 2 g and 2 g + 1 (the epilogue writes them as one bf16 pair).
-__device__ __forceinline__ std::uint32_t ld_u32(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+__device__ __forceinline__ std::uint32_t ld_u32(const std::uint8_t* p) {
+  return *reinterpret_cast<const std::uint32_t*>(p);
+}
 
 // Four e4m3 values (one word) as f16 * 2^-8, exact, subnormals included: the even bytes (dims 0,
 // 2) and the odd bytes (dims 1, 3) as two f16x2 words.
@@ -304,32 +311,32 @@ __device__ unsigned g_cta_count;
 // CTA (0, 0, 0) (see ABTRACK_STAMP's uses).
 constexpr int kStamps = 18;
 __device__ long long g_stamps[kStamps];
-#define ABTRACK_PHASE(i)                 \
-  {                                      \
-    const long long now_ = clock64();    \
-    phase_[i] += now_ - phase_t_;        \
-    phase_t_ = now_;                     \
+#define ABTRACK_PHASE(i)              \
+  {                                   \
+    const long long now_ = clock64(); \
+    phase_[i] += now_ - phase_t_;     \
+    phase_t_ = now_;                  \
   }
-#define ABTRACK_STAMP_BY(k, thread)                                                              \
-  do {                                                                                           \
-    if (tid == (thread) && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)                \
-      g_stamps[k] = clock64() - cta_clock0_;                                                     \
+#define ABTRACK_STAMP_BY(k, thread)                                               \
+  do {                                                                            \
+    if (tid == (thread) && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) \
+      g_stamps[k] = clock64() - cta_clock0_;                                      \
   } while (0)
 #define ABTRACK_STAMP(k) ABTRACK_STAMP_BY(k, 0)
 // The CTA's span into g_cta_span, by thread 0 where the kernel ends.
-#define ABTRACK_CTA_SPAN()                                                                   \
-  do {                                                                                       \
-    if (tid == 0) {                                                                          \
-      unsigned long long t1_;                                                                \
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1_));                                \
-      const unsigned cta_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);  \
-      if (cta_ < kSpanCtas) {                                                                \
-        g_cta_span[cta_][0] = cta_t0_;                                                       \
-        g_cta_span[cta_][1] = t1_;                                                           \
-        g_cta_span[cta_][2] = static_cast<unsigned long long>(clock64() - cta_clock0_);      \
-        atomicMax(&g_cta_count, cta_ + 1);                                                   \
-      }                                                                                      \
-    }                                                                                        \
+#define ABTRACK_CTA_SPAN()                                                                  \
+  do {                                                                                      \
+    if (tid == 0) {                                                                         \
+      unsigned long long t1_;                                                               \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1_));                               \
+      const unsigned cta_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); \
+      if (cta_ < kSpanCtas) {                                                               \
+        g_cta_span[cta_][0] = cta_t0_;                                                      \
+        g_cta_span[cta_][1] = t1_;                                                          \
+        g_cta_span[cta_][2] = static_cast<unsigned long long>(clock64() - cta_clock0_);     \
+        atomicMax(&g_cta_count, cta_ + 1);                                                  \
+      }                                                                                     \
+    }                                                                                       \
   } while (0)
 #else
 #define ABTRACK_PHASE(i)
@@ -391,9 +398,11 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const int h = 2 * j + hh;
-      const uint2 u = head0 + h < p.heads ? __ldcg(reinterpret_cast<const uint2*>(
-                                                part_o16(p) + ((static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h) * kDimV + col))
-                                          : make_uint2(0, 0);
+      const uint2 u =
+          head0 + h < p.heads
+              ? __ldcg(reinterpret_cast<const uint2*>(
+                    part_o16(p) + ((static_cast<std::size_t>(b) * splits + s) * p.heads + head0 + h) * kDimV + col))
+              : make_uint2(0, 0);
       const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
       const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
       v[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
@@ -436,18 +445,18 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
   // token row (t % 8) * 16: M-major A of O^T (M = positions, each 16 of them 8 even dims, then 8 odd).
   std::uint8_t* kv_s = smem;
-  std::uint8_t* qn_s = kv_s + kKvBytes;  // Q * c_h, f16: (db * 4 + head block) * 128, K-major
-  std::uint8_t* qr_s = qn_s + kQnBytes;  // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
-  std::uint8_t* p_s = qr_s + kQrBytes;   // P, f16: (token block * 4 + head block) * 128, K-major
+  std::uint8_t* qn_s = kv_s + kKvBytes;                     // Q * c_h, f16: (db * 4 + head block) * 128, K-major
+  std::uint8_t* qr_s = qn_s + kQnBytes;                     // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
+  std::uint8_t* p_s = qr_s + kQrBytes;                      // P, f16: (token block * 4 + head block) * 128, K-major
   float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][2][128][4] S^T partials
   std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
-  float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);  // [2][4 warps][16 heads]
-  float* alpha_s = red_s + 2 * 4 * 16;                                      // [32]
-  float* m_s = alpha_s + kHeads;                                            // [32]
-  float* l_s = m_s + kHeads;                                                // [32]
-  float* qinv_s = l_s + kHeads;                                             // [32] 1 / c_h
-  std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);  // [2] ring slots landed
-  int* flag_s = reinterpret_cast<int*>(full_s + 2);  // [2] by tile parity: some column's maximum moved
+  float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);      // [2][4 warps][16 heads]
+  float* alpha_s = red_s + 2 * 4 * 16;                                         // [32]
+  float* m_s = alpha_s + kHeads;                                               // [32]
+  float* l_s = m_s + kHeads;                                                   // [32]
+  float* qinv_s = l_s + kHeads;                                                // [32] 1 / c_h
+  std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);   // [2] ring slots landed
+  int* flag_s = reinterpret_cast<int*>(full_s + 2);         // [2] by tile parity: some column's maximum moved
   float* peer_ml_s = reinterpret_cast<float*>(flag_s + 2);  // [8 ranks][m, l][32 heads]: the cluster's m and l
   std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(peer_ml_s + 8 * 2 * kHeads);
 
@@ -457,7 +466,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   // The warpgroup, through a shuffle so that the compiler knows it is warp-uniform: the operand
   // descriptors derived from it then live in uniform registers (no R2UR moves before each wgmma).
   const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-  const int wl = warp & 3;   // warp within the warpgroup: accumulator rows 16 wl .. 16 wl + 15
+  const int wl = warp & 3;  // warp within the warpgroup: accumulator rows 16 wl .. 16 wl + 15
   const int g = lane >> 2;
   const int t4 = lane & 3;
   const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
@@ -541,7 +550,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       for (int r = 0; r < kRowsPerLane; ++r)
         if (active && id[r] < 0)
           for (int c = 0; c < kChunks; ++c)
-            *reinterpret_cast<uint4*>(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes + 16 * c) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes + 16 * c) =
+                make_uint4(0, 0, 0, 0);
       __syncwarp();
       if (lane == 0) mbar_expect(&full_s[slot], valid * kTokenBytes);
       __syncwarp();
@@ -591,7 +601,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
           for (int ks = 16 - kPks; ks < 16; ++ks) {
             std::uint32_t f[4];
-            convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3], sc.s1[ks >> 3], f);
+            convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3],
+                          sc.s1[ks >> 3], f);
             stsm_x4(kv_pm + (w * 16 + ks) * 2048, f);
           }
         }
@@ -645,7 +656,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int h = warp * 4 + r;
-    const uint4 (&c)[3] = qc[r];
+    const uint4(&c)[3] = qc[r];
     const float cs = cs_row[r];
     {
       // dims 16 lane .. 16 lane + 15: the even ones to position block 2 lane, the odd ones to 2 lane + 1
@@ -662,7 +673,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         }
       }
       *reinterpret_cast<uint4*>(qn_s + (2 * lane * 4 + h / 8) * 128 + (h % 8) * 16) = *reinterpret_cast<uint4*>(even);
-      *reinterpret_cast<uint4*>(qn_s + ((2 * lane + 1) * 4 + h / 8) * 128 + (h % 8) * 16) = *reinterpret_cast<uint4*>(odd);
+      *reinterpret_cast<uint4*>(qn_s + ((2 * lane + 1) * 4 + h / 8) * 128 + (h % 8) * 16) =
+          *reinterpret_cast<uint4*>(odd);
     }
     if (lane < 8) {
       const std::uint32_t w[4] = {c[2].x, c[2].y, c[2].z, c[2].w};
@@ -714,13 +726,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   const std::uint32_t kv_m = stsm_kstep_addr(kv_s + wg * 16 * 2048 + (2 * wl) * 128, lane);
   // P through stsm_x4_trans: matrix l / 8 of lane l is (token block 2 wl + l / 8 % 2, head block
   // 2 wg + l / 16), its row l % 8 (a head) 16 bytes apart.
-  const std::uint32_t p_m = smem_u32(p_s + (2 * wl + ((lane >> 3) & 1)) * 512 + (2 * wg + (lane >> 4)) * 128 + (lane & 7) * 16);
+  const std::uint32_t p_m =
+      smem_u32(p_s + (2 * wl + ((lane >> 3) & 1)) * 512 + (2 * wg + (lane >> 4)) * 128 + (lane & 7) * 16);
 
   named_sync(kBarInit, kThreads);  // the ring's mbarriers are initialised
   int slot = 0;
   std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
   bool rescale_any = true;   // some head's maximum moved in this tile (alpha_s written)
-  ABTRACK_PHASE(7);  // prologue
+  ABTRACK_PHASE(7);          // prologue
   ABTRACK_STAMP(2);
   for (int it = 0; it < n_tiles; ++it) {
     mbar_wait(&full_s[slot], parity);  // tile it has landed
@@ -790,7 +803,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
       xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
     }
-    named_sync(kBarMath, kMathThreads);  // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
+    named_sync(kBarMath, kMathThreads);      // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
     if (tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
     float sacc[8];
 #pragma unroll
@@ -819,7 +832,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
       // All of this thread's P at once: matrix (head block j, row block) holds the column pairs
       // (c = 2 j, 2 j + 1) of rows r0 (pr[2 c]) and r0 + 8 (pr[2 c + 1]).
-      auto store_p4 = [p_m](const float (&pr)[8]) {
+      auto store_p4 = [p_m](const float(&pr)[8]) {
         const std::uint32_t f[4] = {h2_u32(__floats2half2_rn(pr[0], pr[2])), h2_u32(__floats2half2_rn(pr[1], pr[3])),
                                     h2_u32(__floats2half2_rn(pr[4], pr[6])), h2_u32(__floats2half2_rn(pr[5], pr[7]))};
         stsm_x4_trans(p_m, f);
@@ -839,9 +852,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       ABTRACK_PHASE(4);
       fence_async_smem();
       if (kPks > 0)
-        named_sync(kBarVReady, kThreads);  // P, the flag and the f16 tile complete (the producers' k-steps too)
-      else
-        named_sync(kBarMath, kMathThreads);  // P, the flag and the f16 tile complete
+        named_sync(kBarVReady, kThreads);       // P, the flag and the f16 tile complete (the producers' k-steps too)
+      else named_sync(kBarMath, kMathThreads);  // P, the flag and the f16 tile complete
       rescale_any = !ABTRACK_WGMMA_VOTE || flag_s[it & 1] != 0;
       if (rescale_any) {
 #pragma unroll
@@ -900,7 +912,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
 #pragma unroll
       for (int mb = 0; mb < 4; ++mb)
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
+        for (int ks = 0; ks < 4; ++ks)
+          wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
       wgmma_commit();
     }
     ABTRACK_PHASE(6);
@@ -955,14 +968,14 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     if (head0 + tid < p.heads && !clustered) {
       const float lse2 = m_s[tid] + log2f(l);
       const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
-      if (p.splits == 1)
-        p.lse[bh] = l > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
+      if (p.splits == 1) p.lse[bh] = l > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
       else
-        p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] = l > 0.0f ? lse2 : -INFINITY;
+        p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] =
+            l > 0.0f ? lse2 : -INFINITY;
     }
   }
   const int d_thread = 256 * wg + 16 * wl + 2 * g;  // + 64 mb: this thread's even dims
-  ABTRACK_STAMP(5);  // l reduced
+  ABTRACK_STAMP(5);                                 // l reduced
   if (clustered) {
     // The splits are the CTAs of this cluster. Each stages its accumulators in their own order
     // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
@@ -986,7 +999,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           stage4[((wg * 4 + mb) * 4 + q) * 128 + wt] =
               make_float4(oacc[mb][4 * q], oacc[mb][4 * q + 1], oacc[mb][4 * q + 2], oacc[mb][4 * q + 3]);
     ABTRACK_STAMP(6);  // accumulators staged
-    cluster_sync();  // every CTA's accumulators, m_s and l_s
+    cluster_sync();    // every CTA's accumulators, m_s and l_s
     ABTRACK_STAMP(7);
     float* wts = reinterpret_cast<float*>(p_s);  // [head][split]: exp2(m_k - M) / L
     if (tid < kHeads) {
@@ -1048,16 +1061,17 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
           const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
           if (head0 + head < p.heads)
             *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV +
-                                              d_thread + 64 * mb) = as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
+                                              d_thread + 64 * mb) =
+                as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
         }
     ABTRACK_STAMP(8);  // combined and stored
-    cluster_wait();  // the other CTAs are done reading this one's shared memory
+    cluster_wait();    // the other CTAs are done reading this one's shared memory
     ABTRACK_STAMP(9);
     ABTRACK_CTA_SPAN();
     return;
   }
   named_sync(kBarMath, kMathThreads);  // l_s
-  float inv[8];  // 1 / l of this thread's heads 8 j + 2 t4 + e, [2 j + e]
+  float inv[8];                        // 1 / l of this thread's heads 8 j + 2 t4 + e, [2 j + e]
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
     const float l = l_s[8 * (c >> 1) + 2 * t4 + (c & 1)];
@@ -1077,7 +1091,8 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
             as_u32(__floats2bfloat162_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]));
       } else {
         const std::size_t orow = (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + head;
-        *reinterpret_cast<__half2*>(part_o16(p) + orow * kDimV + d) = __floats2half2_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
+        *reinterpret_cast<__half2*>(part_o16(p) + orow * kDimV + d) =
+            __floats2half2_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
       }
     }
   if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
@@ -1110,18 +1125,21 @@ void print_wgmma_phases() {
   long long ph[2][9] = {};
   if (cudaMemcpyFromSymbol(ph, g_wgmma_phases, sizeof ph) != cudaSuccess) return;
   for (int wg = 0; wg < 2; ++wg)
-    std::fprintf(stderr,
-                 "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | data wait %lld  load+convert+S^T issue "
-                 "%lld  wgmma wait %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
-                 ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
+    std::fprintf(
+        stderr,
+        "wgmma phases (cycles, %lld tiles, warpgroup %d): prologue %lld | data wait %lld  load+convert+S^T issue "
+        "%lld  wgmma wait %lld  store+xchg %lld  softmax %lld  B3 %lld  O^T issue %lld\n",
+        ph[wg][8], wg, ph[wg][7], ph[wg][0], ph[wg][1], ph[wg][2], ph[wg][3], ph[wg][4], ph[wg][5], ph[wg][6]);
   long long st[kStamps] = {};
   if (cudaMemcpyFromSymbol(st, g_stamps, sizeof st) == cudaSuccess)
-    std::fprintf(stderr,
-                 "wgmma stamps (cycles from the start, CTA 0 thread 0): indices stored %lld, synced %lld, registers %lld, "
-                 "Q converted %lld, math synced %lld, loop %lld | "
-                 "last O^T issued %lld, waited %lld, l reduced %lld | staged %lld, cluster synced %lld, combined and "
-                 "stored %lld, synced %lld (weights %lld, others' blocks added %lld; first Q row's maximum %lld; first tile landed %lld)\n",
-                 st[0], st[1], st[10], st[11], st[12], st[2], st[3], st[4], st[5], st[6], st[7], st[8], st[9], st[13], st[14], st[15], st[16]);
+    std::fprintf(
+        stderr,
+        "wgmma stamps (cycles from the start, CTA 0 thread 0): indices stored %lld, synced %lld, registers %lld, "
+        "Q converted %lld, math synced %lld, loop %lld | "
+        "last O^T issued %lld, waited %lld, l reduced %lld | staged %lld, cluster synced %lld, combined and "
+        "stored %lld, synced %lld (weights %lld, others' blocks added %lld; first Q row's maximum %lld; first tile landed %lld)\n",
+        st[0], st[1], st[10], st[11], st[12], st[2], st[3], st[4], st[5], st[6], st[7], st[8], st[9], st[13], st[14],
+        st[15], st[16]);
   // The launch's CTAs on one clock: when they started and ended after the first one started, and
   // how long each ran (its SM's cycles), as min / median / max.
   unsigned count = 0;

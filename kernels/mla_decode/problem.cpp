@@ -3,8 +3,8 @@
 #include "format.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -88,8 +88,7 @@ Inputs make_inputs(const Shape& shape, std::uint64_t seed, const IndexPattern& p
   std::sort(tokens.begin(), tokens.end());
   tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
   const unsigned workers =
-      std::max(1u, std::min(std::thread::hardware_concurrency(),
-                            static_cast<unsigned>(tokens.size() / 4096 + 1)));
+      std::max(1u, std::min(std::thread::hardware_concurrency(), static_cast<unsigned>(tokens.size() / 4096 + 1)));
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < workers; ++w)
     threads.emplace_back([&, w] {
@@ -106,9 +105,7 @@ double decode_bytes(const Shape& s) {
          static_cast<double>(s.batch) * s.topk * 4 + bh * 4;
 }
 
-double decode_flops(const Shape& s) {
-  return 2.0 * s.batch * s.heads * static_cast<double>(s.topk) * (kDimQk + kDimV);
-}
+double decode_flops(const Shape& s) { return 2.0 * s.batch * s.heads * static_cast<double>(s.topk) * (kDimQk + kDimV); }
 
 void spike_tokens(Inputs& in, float rope) {
   const std::uint16_t rope_bits = float_to_bf16(rope);

@@ -26,9 +26,9 @@ struct IndexPattern {
 // (NaN in every field), so a wrong gather shows up as NaN.
 struct Inputs {
   Shape shape;
-  std::vector<std::uint16_t> q;        // [batch][heads][576] bf16 bits
-  std::vector<std::uint8_t> pool;      // [pool][656] bytes
-  std::vector<std::int32_t> indices;   // [batch][topk], -1 = unused slot
+  std::vector<std::uint16_t> q;       // [batch][heads][576] bf16 bits
+  std::vector<std::uint8_t> pool;     // [pool][656] bytes
+  std::vector<std::int32_t> indices;  // [batch][topk], -1 = unused slot
 };
 
 // The outputs: out [batch][heads][512] bf16 bits, lse [batch][heads] (natural log; +inf for a

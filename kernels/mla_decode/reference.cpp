@@ -2,6 +2,7 @@
 
 #include "format.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -15,7 +16,6 @@
 #include <span>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 namespace abtrack::kernels::mla_decode {
 
@@ -74,9 +74,8 @@ Reference reference_decode(const Inputs& in, double softmax_scale, int threads) 
   Reference ref;
   ref.out.assign(static_cast<std::size_t>(s.batch) * s.heads * kDimV, 0.0);
   ref.lse.assign(static_cast<std::size_t>(s.batch) * s.heads, 0.0);
-  const int workers = std::max(
-      1, std::min(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                  s.batch));
+  const int workers =
+      std::max(1, std::min(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()), s.batch));
   std::atomic<int> next{0};
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w)
@@ -126,8 +125,8 @@ bool read_cached(const std::filesystem::path& file, const Shape& s, Reference& r
   f.read(reinterpret_cast<char*>(dims), sizeof dims);
   f.read(reinterpret_cast<char*>(ref.out.data()), static_cast<std::streamsize>(n_out * sizeof(double)));
   f.read(reinterpret_cast<char*>(ref.lse.data()), static_cast<std::streamsize>(n_lse * sizeof(double)));
-  return f && f.peek() == std::char_traits<char>::eof() && std::memcmp(magic, kMagic, 8) == 0 &&
-         dims[0] == s.batch && dims[1] == s.heads;
+  return f && f.peek() == std::char_traits<char>::eof() && std::memcmp(magic, kMagic, 8) == 0 && dims[0] == s.batch &&
+         dims[1] == s.heads;
 }
 
 // A cache that cannot be written costs the next run the computation, never this run's result.
@@ -172,11 +171,9 @@ std::uint64_t reference_key(const Inputs& in, double softmax_scale) {
   return h.h;
 }
 
-Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir,
-                                  int threads) {
+Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir, int threads) {
   char name[32];
-  std::snprintf(name, sizeof name, "%016llx.ref",
-                static_cast<unsigned long long>(reference_key(in, softmax_scale)));
+  std::snprintf(name, sizeof name, "%016llx.ref", static_cast<unsigned long long>(reference_key(in, softmax_scale)));
   const std::filesystem::path file = std::filesystem::path(dir) / name;
   Reference ref;
   if (read_cached(file, in.shape, ref)) return ref;

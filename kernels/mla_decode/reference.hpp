@@ -28,7 +28,6 @@ std::uint64_t reference_key(const Inputs& in, double softmax_scale);
 // instead of computing it again (seconds of fp64 work per call at large shapes). A missing or
 // malformed file is computed and (atomically) replaced; `dir` is created when missing. A cache
 // that cannot be written is a warning on stderr, not an error.
-Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir,
-                                  int threads = 0);
+Reference reference_decode_cached(const Inputs& in, double softmax_scale, const std::string& dir, int threads = 0);
 
 }  // namespace abtrack::kernels::mla_decode

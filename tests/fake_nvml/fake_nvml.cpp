@@ -2,13 +2,11 @@
  * (tracker/runner/nvml.hpp), reporting GPUs that do what these environment variables say.
  * abtrack loads it when ABTRACK_NVML_LIBRARY names it.
  *
- *   FAKE_NVML_GPUS=N                 how many GPUs (default 1), "Fake GPU", UUID GPU-fake0000-0000-0000-0000-00000000000<i>
- *   FAKE_NVML_INIT_FAIL=1            nvmlInit_v2 fails (NVML_ERROR_DRIVER_NOT_LOADED)
- *   FAKE_NVML_BUSY_FROM_CALL=N       utilisation calls 1..N-1 (counted over all GPUs) report an idle
- *                                    GPU (0%, clocks 345/1593 MHz, 80 W, 35 C, reason idle 0x1);
- *                                    from the Nth on busy (90%/40%, 1980/2619 MHz, 650 W, 60 C).
- *                                    Clocks, power and temperature follow the last utilisation
- *                                    call. Default 1: busy from the start
+ *   FAKE_NVML_GPUS=N                 how many GPUs (default 1), "Fake GPU", UUID
+ * GPU-fake0000-0000-0000-0000-00000000000<i> FAKE_NVML_INIT_FAIL=1            nvmlInit_v2 fails
+ * (NVML_ERROR_DRIVER_NOT_LOADED) FAKE_NVML_BUSY_FROM_CALL=N       utilisation calls 1..N-1 (counted over all GPUs)
+ * report an idle GPU (0%, clocks 345/1593 MHz, 80 W, 35 C, reason idle 0x1); from the Nth on busy (90%/40%, 1980/2619
+ * MHz, 650 W, 60 C). Clocks, power and temperature follow the last utilisation call. Default 1: busy from the start
  *   FAKE_NVML_BUSY_POWER_W=W         the busy power draw (default 650)
  *   FAKE_NVML_THROTTLE_FROM_CALL=N   clock-event-reason calls from the Nth on (counted over all
  *                                    GPUs) add FAKE_NVML_THROTTLE (default 0x4, sw_power_cap)
@@ -34,7 +32,9 @@ static long env_long(const char* name, long otherwise) {
 }
 
 static unsigned long util_calls, reason_calls;
-static int busy_now(void) { return __atomic_load_n(&util_calls, __ATOMIC_RELAXED) >= (unsigned long)env_long("FAKE_NVML_BUSY_FROM_CALL", 1); }
+static int busy_now(void) {
+  return __atomic_load_n(&util_calls, __ATOMIC_RELAXED) >= (unsigned long)env_long("FAKE_NVML_BUSY_FROM_CALL", 1);
+}
 static long gpus(void) { return env_long("FAKE_NVML_GPUS", 1); }
 
 /* A device handle is its index + 1 (never null). */
@@ -83,8 +83,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u)
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned* mhz) {
   if (!valid(d)) return INVALID_ARGUMENT;
-  if (type == 1) *mhz = busy_now() ? 1980 : 345;        /* SM */
-  else if (type == 2) *mhz = busy_now() ? 2619 : 1593;  /* memory */
+  if (type == 1) *mhz = busy_now() ? 1980 : 345;       /* SM */
+  else if (type == 2) *mhz = busy_now() ? 2619 : 1593; /* memory */
   else *mhz = 0;
   return OK;
 }

@@ -13,7 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto plan = abtrack::plan::parse_plan(text, "fuzz.yaml", "/nonexistent-fuzz-root");
     (void)plan.cells();
-  } catch (const abtrack::Error&) {
-  }
+  } catch (const abtrack::Error&) {}
   return 0;
 }

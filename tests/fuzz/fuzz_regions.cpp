@@ -26,7 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (contents[name] != c) std::abort();
     // Splicing the same content again changes nothing (idempotent).
     if (abtrack::doc::splice(out, "fuzz.md", content) != out) std::abort();
-  } catch (const abtrack::Error&) {
-  }
+  } catch (const abtrack::Error&) {}
   return 0;
 }

@@ -11,15 +11,17 @@ using namespace abtrack;
 namespace {
 
 plan::Plan evidence_plan(const std::string& extra_metrics, const std::string& extra = "") {
-  return plan::parse_plan("experiment: occ\ndoc: AB.md\naxes: {warps: [4, 8], batch: [16, 64]}\nbaseline: {warps: 4}\n"
-                          "command: bench\nmetrics:\n  t: {json: t, better: lower, unit: us}\n" +
-                              extra_metrics + extra,
-                          "abtrack.yaml", std::filesystem::temp_directory_path());
+  return plan::parse_plan(
+      "experiment: occ\ndoc: AB.md\naxes: {warps: [4, 8], batch: [16, 64]}\nbaseline: {warps: 4}\n"
+      "command: bench\nmetrics:\n  t: {json: t, better: lower, unit: us}\n" +
+          extra_metrics + extra,
+      "abtrack.yaml", std::filesystem::temp_directory_path());
 }
 
 constexpr const char* kOccupancy = "  occ: {ncu: occupancy, kernel: decode}\n";
 
-record::Record make_record(const plan::Plan& p, int run, const plan::Cell& cell, std::map<std::string, std::vector<double>> samples) {
+record::Record make_record(const plan::Plan& p, int run, const plan::Cell& cell,
+                           std::map<std::string, std::vector<double>> samples) {
   record::Record r;
   r.experiment = p.experiment;
   r.run = run;
@@ -32,8 +34,8 @@ record::Record make_record(const plan::Plan& p, int run, const plan::Cell& cell,
 }
 
 // The occupancy set's values of one arm: the limits (registers, shared memory, warps, blocks).
-std::map<std::string, std::vector<double>> occupancy(double regs, std::array<double, 4> limits, double achieved, double dram,
-                                                     double stall_short) {
+std::map<std::string, std::vector<double>> occupancy(double regs, std::array<double, 4> limits, double achieved,
+                                                     double dram, double stall_short) {
   return {{"occ_regs", {regs}},
           {"occ_smem_static", {0}},
           {"occ_smem_dynamic", {43008}},
@@ -84,14 +86,16 @@ TEST_CASE("counter_changes: the occupancy set by short names, the binding limit 
   auto p = evidence_plan(kOccupancy);
   auto base = occupancy(225, {1, 1, 16, 32}, 11.6, 28.5, 0.89);
   auto variant = occupancy(123, {2, 2, 8, 32}, 22.7, 28.4, 1.64);
-  CHECK(doc::counter_changes(p, base, variant) ==
-        "ncu: regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active 11.6% → "
-        "22.7%, short-scoreboard stall 0.89 → 1.64");
+  CHECK(
+      doc::counter_changes(p, base, variant) ==
+      "ncu: regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active 11.6% → "
+      "22.7%, short-scoreboard stall 0.89 → 1.64");
   // A changed binding limit; a DRAM change of 2% or more is shown, with its unit.
   variant = occupancy(123, {3, 2, 8, 32}, 22.7, 36, 0.89);
-  CHECK(doc::counter_changes(p, base, variant) ==
-        "ncu: regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → shared memory, warps active 11.6% → 22.7%, "
-        "DRAM 28.5% → 36.0%");
+  CHECK(
+      doc::counter_changes(p, base, variant) ==
+      "ncu: regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → shared memory, warps active 11.6% → 22.7%, "
+      "DRAM 28.5% → 36.0%");
   // Nothing changed: the occupancy answer alone.
   CHECK(doc::counter_changes(p, base, base) ==
         "ncu: CTAs/SM 1 → 1, limit: registers+shared memory → registers+shared memory");
@@ -104,13 +108,15 @@ TEST_CASE("counter_changes: the occupancy set by short names, the binding limit 
 }
 
 TEST_CASE("counter_changes: other ncu metrics under their own names, pooled medians, plan order") {
-  auto p = evidence_plan("  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, unit: '%'}\n"
-                         "  bytes: {ncu: dram__bytes.sum, unit: B}\n  same: {ncu: sm__cycles_elapsed.avg}\n");
+  auto p = evidence_plan(
+      "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, unit: '%'}\n"
+      "  bytes: {ncu: dram__bytes.sum, unit: B}\n  same: {ncu: sm__cycles_elapsed.avg}\n");
   std::map<std::string, std::vector<double>> base{{"dram_pct", {20, 21, 22}}, {"bytes", {1000}}, {"same", {100}}};
   std::map<std::string, std::vector<double>> variant{{"dram_pct", {50, 51, 49}}, {"bytes", {4000}}, {"same", {101}}};
   CHECK(doc::counter_changes(p, base, variant) == "ncu: dram_pct 21 → 50%, bytes 1000 → 4000 B");
   // With a set: its items, then the others in the same part.
-  auto q = evidence_plan(std::string(kOccupancy) + "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed}\n");
+  auto q = evidence_plan(std::string(kOccupancy) +
+                         "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed}\n");
   auto b = occupancy(128, {1, 2, 16, 32}, 12, 30, 1);
   auto v = occupancy(128, {1, 2, 16, 32}, 12, 30, 1);
   b["dram_pct"] = {10};
@@ -126,9 +132,10 @@ TEST_CASE("counter_changes: two occupancy sets are named") {
       b[std::string(set) + "_" + k] = {x};
       v[std::string(set) + "_" + k] = {y};
     }
-  CHECK(doc::counter_changes(p, b, v) ==
-        "ncu ours: regs 168 → 128, CTAs/SM 1 → 1, limit: registers → shared memory; ncu theirs: regs 168 → 128, CTAs/SM 1 → 1, "
-        "limit: registers → shared memory");
+  CHECK(
+      doc::counter_changes(p, b, v) ==
+      "ncu ours: regs 168 → 128, CTAs/SM 1 → 1, limit: registers → shared memory; ncu theirs: regs 168 → 128, CTAs/SM 1 → 1, "
+      "limit: registers → shared memory");
 }
 
 TEST_CASE("watch_summary and watch_changes: medians over the pool's invocations, throttling when any") {
@@ -150,7 +157,8 @@ TEST_CASE("watch_summary and watch_changes: medians over the pool's invocations,
   CHECK(*wa->gpu_util_pct == 95);
   CHECK(wb->throttle == std::vector<std::string>{"sw_power_cap"});  // not the invalid run's
   CHECK(doc::watch_changes(wa, wa) == "SM 1980 → 1980 MHz, power 130 → 130 W, GPU util 95 → 95%");
-  CHECK(doc::watch_changes(wa, wb) == "SM 1980 → 1500 MHz, power 130 → 700 W, GPU util 95 → 35%, throttled: none → sw_power_cap");
+  CHECK(doc::watch_changes(wa, wb) ==
+        "SM 1980 → 1500 MHz, power 130 → 700 W, GPU util 95 → 35%, throttled: none → sw_power_cap");
   // One arm unwatched; neither.
   auto plain = make_record(p, 4, cells[0], {});
   plain.data.invocations = {runner::Invocation{}};
@@ -159,7 +167,8 @@ TEST_CASE("watch_summary and watch_changes: medians over the pool's invocations,
   // Records from before the busy power and utilisation were kept: the clock alone, never the
   // medians over idle samples.
   auto old = a;
-  for (auto& inv : old.data.invocations) inv.watch->gpus[0].busy_power_w.reset(), inv.watch->gpus[0].busy_gpu_util_pct.reset();
+  for (auto& inv : old.data.invocations)
+    inv.watch->gpus[0].busy_power_w.reset(), inv.watch->gpus[0].busy_gpu_util_pct.reset();
   auto wo = doc::watch_summary({&old});
   CHECK(doc::watch_changes(wo, wo) == "SM 1980 → 1980 MHz");
   CHECK(doc::watch_changes(std::nullopt, std::nullopt).empty());
@@ -175,8 +184,9 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
   int run = 0;
   for (const auto& c : cells) {
     bool variant = c.values[0] == "8";
-    auto r = make_record(p, ++run, c,
-                         variant ? occupancy(123, {2, 2, 8, 32}, 22.7, 28.4, 1.64) : occupancy(225, {1, 1, 16, 32}, 11.6, 28.5, 0.89));
+    auto r = make_record(
+        p, ++run, c,
+        variant ? occupancy(123, {2, 2, 8, 32}, 22.7, 28.4, 1.64) : occupancy(225, {1, 1, 16, 32}, 11.6, 28.5, 0.89));
     r.data.invocations = {watched(1980, variant ? 128 : 127, 40)};
     record::Artifact art;
     art.path = "k-" + c.values[0] + ".cubin";
@@ -189,10 +199,12 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
   auto text = doc::evidence(p, cr);
   CHECK(text.starts_with("\n**Evidence against the baseline** ("));
   CHECK(text.find("changes by 2% or more") != std::string::npos);
-  CHECK(text.find("- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
-                  "regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active "
-                  "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W, GPU util 40 → 40%\n") !=
-        std::string::npos);
+  CHECK(
+      text.find(
+          "- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
+          "regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active "
+          "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W, GPU util 40 → 40%\n") !=
+      std::string::npos);
   // The same pair of binaries for the next cell is named, not repeated.
   CHECK(text.find("- **warps=8 batch=64** vs warps=4: k-8.cubin: as for warps=8 batch=16; ncu: regs 225 → 123") !=
         std::string::npos);
@@ -217,9 +229,10 @@ TEST_CASE("evidence: a pending baseline gives no bullet; a revision is compared 
   auto cr = record::cells_with_runs(p, recs);
   CHECK(doc::evidence(p, cr).empty());
 
-  auto rev = plan::parse_plan("experiment: r\ndoc: AB.md\nrevisions: {old: HEAD~1, new: WORKTREE}\nbaseline: {rev: old}\n"
-                              "command: bench\nmetrics:\n  t: {json: t, better: lower}\n  occ: {ncu: occupancy}\n",
-                              "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto rev = plan::parse_plan(
+      "experiment: r\ndoc: AB.md\nrevisions: {old: HEAD~1, new: WORKTREE}\nbaseline: {rev: old}\n"
+      "command: bench\nmetrics:\n  t: {json: t, better: lower}\n  occ: {ncu: occupancy}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
   auto rcells = rev.cells();
   REQUIRE(rcells.size() == 2);
   std::vector<record::Record> rrecs{make_record(rev, 1, rcells[0], occupancy(225, {1, 1, 16, 32}, 11.6, 28.5, 0.89)),

@@ -29,7 +29,8 @@ metrics:
                           "abtrack.yaml", std::filesystem::temp_directory_path());
 }
 
-record::Record rec(const plan::Plan& p, int run, const plan::Cell& cell, std::vector<double> t, double bytes, double corrupted) {
+record::Record rec(const plan::Plan& p, int run, const plan::Cell& cell, std::vector<double> t, double bytes,
+                   double corrupted) {
   record::Record r;
   r.experiment = p.experiment;
   r.run = run;
@@ -71,9 +72,10 @@ TEST_CASE("results: a constant metric shows its exact change, a metric with zero
   // Exact changes have no p and stay out of Holm: the family is the two `t` comparisons.
   CHECK(results.find("Holm–Bonferroni-adjusted over 2 comparisons") != std::string::npos);
   // Without exact or absolute changes the footnote does not mention them.
-  auto plain = plan::parse_plan("experiment: e\ndoc: AB.md\naxes: {v: [a, b]}\nbaseline: {v: a}\ncommand: x\n"
-                                "metrics: {t: {json: t, better: lower}}\n",
-                                "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto plain = plan::parse_plan(
+      "experiment: e\ndoc: AB.md\naxes: {v: [a, b]}\nbaseline: {v: a}\ncommand: x\n"
+      "metrics: {t: {json: t, better: lower}}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
   std::vector<record::Record> runs;
   for (const auto& c : plain.cells()) {
     record::Record r;
@@ -117,7 +119,8 @@ TEST_CASE("export: per-run rows show the run's recorded comparison, not one agai
   auto csv = doc::format_export(table, doc::ExportFormat::csv);
   CHECK(csv.find("\r\n3,O3,1,pass,90.405,3584,3,124.8,,worse,") != std::string::npos);
   // A run with no recorded comparison says why, not a number computed now.
-  CHECK(csv.find("\r\n4,O3,2,pass,90.405,3584,3,,,no comparison: the baseline was pending or not passing,") != std::string::npos);
+  CHECK(csv.find("\r\n4,O3,2,pass,90.405,3584,3,,,no comparison: the baseline was pending or not passing,") !=
+        std::string::npos);
 }
 
 TEST_CASE("export: exact and absolute changes, markdown rounds as the document does and names units") {
@@ -129,8 +132,10 @@ TEST_CASE("export: exact and absolute changes, markdown rounds as the document d
   CHECK(json.find("\"corrupted delta_abs\": 3,") != std::string::npos);
   CHECK(json.find("\"corrupted delta_pct\": null") != std::string::npos);
   auto md = doc::format_export(table, doc::ExportFormat::md);
-  CHECK(md.find("| opt | batch | n | outcome | t (us) | bytes (B) | corrupted | t delta_pct | t delta_abs (us) | t verdict |") !=
-        std::string::npos);
+  CHECK(
+      md.find(
+          "| opt | batch | n | outcome | t (us) | bytes (B) | corrupted | t delta_pct | t delta_abs (us) | t verdict |") !=
+      std::string::npos);
   CHECK(md.find("| O3 | 1 | 8 | pass | 90.41 | 3584 | 3 | -10.0% |  | better | ") != std::string::npos);
   CHECK(md.find("| -12.5% |  | better (exact) |") != std::string::npos);
   CHECK(md.find("|  | +3 | worse (exact) |") != std::string::npos);

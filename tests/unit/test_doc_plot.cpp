@@ -83,7 +83,7 @@ TEST_CASE("the SVG plot: one series per variant, a point with CI whiskers per x 
   CHECK(svg->find("data-variant=\"warps=8\"") != std::string::npos);
   CHECK(count(*svg, "<g class=\"point\"") == 6);  // 2 variants x 3 batches
   CHECK(count(*svg, "<path class=\"ci\"") == 6);
-  CHECK(count(*svg, "<g class=\"entry\"") == 2);  // the legend
+  CHECK(count(*svg, "<g class=\"entry\"") == 2);               // the legend
   CHECK(svg->find("batch (log scale)") != std::string::npos);  // 16..128
   // The median of 100..107 is 103.5, its 95% CI [100, 106] from stats::median_ci at n=8.
   CHECK(svg->find("data-x=\"16\" data-median=\"103.5\" data-lo=\"100\" data-hi=\"106\"") != std::string::npos);
@@ -97,7 +97,8 @@ TEST_CASE("the SVG plot: one series per variant, a point with CI whiskers per x 
 TEST_CASE("plan text reaches the SVG only escaped") {
   CHECK(doc::xml_escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
   CHECK(doc::xml_escape("tab\there\x01") == "tab here ");
-  CHECK(doc::xml_escape("caf\xC3\xA9 \xFF \xC0\x80") == "caf\xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: invalid
+  CHECK(doc::xml_escape("caf\xC3\xA9 \xFF \xC0\x80") ==
+        "caf\xC3\xA9 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: invalid
   auto p = plan::parse_plan(R"(experiment: q
 doc: AB.md
 axes: {"v": ["</text><script>x</script>", "b&c"]}
@@ -141,14 +142,17 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
   runs[0].data.reason = "a, \"quoted\" | reason";
   // Each run's own comparison, as commit_run records it.
   auto cells = record::cells_with_runs(p, runs);
-  for (std::size_t i = 3; i < 6; ++i) runs[i].comparison = record::compare_with_baseline(p, cells[i - 3], runs[i].data.samples);
+  for (std::size_t i = 3; i < 6; ++i)
+    runs[i].comparison = record::compare_with_baseline(p, cells[i - 3], runs[i].data.samples);
   auto t = doc::export_table(p, runs, false);
-  CHECK(t.columns ==
-        std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct", "t delta_abs", "t verdict", "reason", "code"});
+  CHECK(t.columns == std::vector<std::string>{"run", "warps", "batch", "outcome", "t", "err", "t delta_pct",
+                                              "t delta_abs", "t verdict", "reason", "code"});
   REQUIRE(t.rows.size() == 6);
   auto csv = doc::format_export(t, doc::ExportFormat::csv);
   CHECK(csv.rfind("run,warps,batch,outcome,t,err,t delta_pct,t delta_abs,t verdict,reason,code\r\n"
-                  "1,4,16,pass,103.5,0,,,baseline,\"a, \"\"quoted\"\" | reason\"," + runs[0].code.short_name() + "\r\n", 0) == 0);
+                  "1,4,16,pass,103.5,0,,,baseline,\"a, \"\"quoted\"\" | reason\"," +
+                      runs[0].code.short_name() + "\r\n",
+                  0) == 0);
   CHECK(csv.find("\r\n4,8,16,pass,83.5,0,-19.") != std::string::npos);
   auto md = doc::format_export(t, doc::ExportFormat::md);
   CHECK(md.find("a, \"quoted\" \\| reason") != std::string::npos);
@@ -163,18 +167,22 @@ TEST_CASE("export: per run and per cell, csv quoting, markdown escaping, json nu
 }
 
 TEST_CASE("export: an axis or metric named like one of the table's columns gets its kind after its name") {
-  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {run: [7, 8], n: [1, 2], code: [a]}\ncommand: x\n"
-                            "metrics: {outcome: {json: o}, run: {json: r}}\n",
-                            "abtrack.yaml", std::filesystem::temp_directory_path());
-  CHECK(doc::export_table(p, {}, false).columns ==
-        std::vector<std::string>{"run", "run (axis)", "n", "code (axis)", "outcome", "outcome (metric)", "run (metric)", "reason", "code"});
-  CHECK(doc::export_table(p, {}, true).columns ==
-        std::vector<std::string>{"run", "n (axis)", "code (axis)", "n", "outcome", "outcome (metric)", "run (metric)", "runs", "code"});
+  auto p = plan::parse_plan(
+      "experiment: e\ndoc: d.md\naxes: {run: [7, 8], n: [1, 2], code: [a]}\ncommand: x\n"
+      "metrics: {outcome: {json: o}, run: {json: r}}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
+  CHECK(doc::export_table(p, {}, false).columns == std::vector<std::string>{"run", "run (axis)", "n", "code (axis)",
+                                                                            "outcome", "outcome (metric)",
+                                                                            "run (metric)", "reason", "code"});
+  CHECK(doc::export_table(p, {}, true).columns == std::vector<std::string>{"run", "n (axis)", "code (axis)", "n",
+                                                                           "outcome", "outcome (metric)",
+                                                                           "run (metric)", "runs", "code"});
 }
 
 TEST_CASE("progress helpers: durations, coloured outcomes") {
   CHECK(cli::format_duration(7.2) == "0:07");
   CHECK(cli::format_duration(3725) == "1:02:05");
   CHECK(cli::coloured_result("run 1 x=1: pass  t 3", runner::Outcome::pass, false) == "run 1 x=1: pass  t 3");
-  CHECK(cli::coloured_result("run 1 x=1: fail  t 3", runner::Outcome::fail, true) == "run 1 x=1: \033[1;31mfail\033[0m  t 3");
+  CHECK(cli::coloured_result("run 1 x=1: fail  t 3", runner::Outcome::fail, true) ==
+        "run 1 x=1: \033[1;31mfail\033[0m  t 3");
 }

@@ -106,7 +106,8 @@ TEST_CASE("a failed cell gets no verdict, rendering is deterministic") {
   // What the runs cost the machine adds up over every record: the invocations and ncu profiles.
   recs[0].data.command_s = 61.5;
   recs[1].data.command_s = 60;
-  CHECK(doc::render_regions(p, recs)["summary"].find("2 runs committed, 2.0 min in their commands.") != std::string::npos);
+  CHECK(doc::render_regions(p, recs)["summary"].find("2 runs committed, 2.0 min in their commands.") !=
+        std::string::npos);
   CHECK(a["runs"].find("| 2 | warps=8 batch=a\\|b | **fail** |") != std::string::npos);
 }
 
@@ -127,13 +128,14 @@ TEST_CASE("the records outside the pools and the newest runs left out render the
   std::vector<std::string> frames;
   for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
   std::vector<record::HeaderView> headers(recs.size());
-  for (std::size_t i = 0; i < recs.size(); ++i) record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  for (std::size_t i = 0; i < recs.size(); ++i)
+    record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
   CHECK(headers[5].value("warps") == recs[5].cell[0].second);
   CHECK_FALSE(headers[5].value("stages"));
   auto full = doc::records_read_in_full(p, headers);
   REQUIRE(full.size() == recs.size());
-  CHECK(full[3]);     // run 4 (cell 0, code 'a'): pooled with run 120
-  CHECK(full[119]);   // the newest runs are listed
+  CHECK(full[3]);         // run 4 (cell 0, code 'a'): pooled with run 120
+  CHECK(full[119]);       // the newest runs are listed
   CHECK_FALSE(full[20]);  // run 21: neither pooled nor among the newest 50
   CHECK_FALSE(full[29]);  // another experiment's
   std::vector<record::Record> read;
@@ -164,9 +166,7 @@ TEST_CASE("the template is filled from the plan and keeps the regions") {
   CHECK_THROWS_AS(doc::render_template("# no regions {{title}}\n", p, "t.md"), Error);
 }
 
-TEST_CASE("escape_cell") {
-  CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f");
-}
+TEST_CASE("escape_cell") { CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f"); }
 
 TEST_CASE("three or more revisions get a step-by-step table: each against the one before it") {
   auto plan_with = [](const std::string& revisions) {
@@ -202,7 +202,12 @@ TEST_CASE("three or more revisions get a step-by-step table: each against the on
   std::vector<record::Record> gap_recs;
   int run = 0;
   for (const auto& c : gap.cells())
-    gap_recs.push_back(make_record(gap, ++run, c, series(c.values[0] == "a" ? 100 : c.values[0] == "b" ? 90 : 81, 20), 0.001));
+    gap_recs.push_back(make_record(gap, ++run, c,
+                                   series(c.values[0] == "a"   ? 100
+                                          : c.values[0] == "b" ? 90
+                                                               : 81,
+                                          20),
+                                   0.001));
   s = doc::render_regions(gap, gap_recs)["summary"];  // no baseline: the table still comes
   CHECK(s.find("| c | 2 | 81.36 | -19.0%") != std::string::npos);
   CHECK(s.find("(vs a) |") != std::string::npos);

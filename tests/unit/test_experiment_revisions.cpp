@@ -24,7 +24,8 @@ const std::string kMetrics = "command: echo\nmetrics:\n  t: {json: t}\n";
 }  // namespace
 
 TEST_CASE("revision_of: the cell's revision, null only without revisions, an error for one not resolved") {
-  auto p = parse("experiment: r\ndoc: AB.md\nrevisions: {base: main, mine: WORKTREE}\naxes: {batch: [1, 2]}\n" + kMetrics);
+  auto p =
+      parse("experiment: r\ndoc: AB.md\nrevisions: {base: main, mine: WORKTREE}\naxes: {batch: [1, 2]}\n" + kMetrics);
   std::vector<experiment::Revision> revisions(2);
   revisions[0].name = "base";
   revisions[1].name = "mine";
@@ -44,7 +45,8 @@ TEST_CASE("revision_of: the cell's revision, null only without revisions, an err
     FAIL("no error for a revision that was not resolved");
   } catch (const Error& e) {
     CHECK(e.code() == Exit::usage);
-    CHECK(e.diagnostics().front().message.find("rev=mine batch=2 names no revision of this invocation") != std::string::npos);
+    CHECK(e.diagnostics().front().message.find("rev=mine batch=2 names no revision of this invocation") !=
+          std::string::npos);
     CHECK(e.diagnostics().front().hint == "the revisions resolved: base");
   }
   CHECK_THROWS_AS(experiment::revision_of(p, revisions, plan::Cell{}), Error);

@@ -171,7 +171,8 @@ TEST_CASE("run_serial: rounds run in the schedule's order, one commit per run, r
   experiment::Scheduled schedule;
   std::mt19937_64 rng(7);
   const runner::Schedule base{1, 2, 7, 1, "00000000000000aa"};
-  for (int r = 1; r <= 2; ++r) experiment::append_round(schedule, experiment::single_units(b.ctx->plan.cells()), r, base, rng, true);
+  for (int r = 1; r <= 2; ++r)
+    experiment::append_round(schedule, experiment::single_units(b.ctx->plan.cells()), r, base, rng, true);
   REQUIRE(schedule.size() == 6);
 
   auto opts = b.options();
@@ -247,7 +248,9 @@ TEST_CASE("run_serial: a timeout and an unreadable metric are invalid runs, a fa
 
 TEST_CASE("run_serial: results as info, and a setup that fails makes every run invalid without running it") {
   Bench b(kPlan + "setup: make\n");
-  b.script.answer = [](const std::string& command) { return command == "make" ? exited(2, "", "make: *** no rule\n") : bench(command); };
+  b.script.answer = [](const std::string& command) {
+    return command == "make" ? exited(2, "", "make: *** no rule\n") : bench(command);
+  };
   auto opts = b.options();
   opts.results_as_info = true;
   const int worst = b.serial(opts);
@@ -274,8 +277,9 @@ TEST_CASE("run_serial: the first runs invalid alike stop the rest (early stop)")
     FAIL("no early stop");
   } catch (const Error& e) {
     CHECK(e.code() == Exit::run_failed);
-    CHECK(e.diagnostics().front().message ==
-          "stopped after the first 2 runs, all invalid alike: command exited with status 127 (command not found?): sh: 1: bench: not found");
+    CHECK(
+        e.diagnostics().front().message ==
+        "stopped after the first 2 runs, all invalid alike: command exited with status 127 (command not found?): sh: 1: bench: not found");
   }
   CHECK(b.script.commands.size() == 2);
   CHECK_FALSE(b.progress.shown);  // the cells' progress ends with the error too
@@ -292,7 +296,8 @@ TEST_CASE("run_serial: an interrupt names what became of the cell") {
     FAIL("no interrupt");
   } catch (const Error& e) {
     CHECK(e.code() == Exit::interrupted);
-    CHECK(e.diagnostics().front().message == "interrupted by SIGINT while running x=2; nothing was recorded for it: x=2 is still pending");
+    CHECK(e.diagnostics().front().message ==
+          "interrupted by SIGINT while running x=2; nothing was recorded for it: x=2 is still pending");
   }
   CHECK(labels(experiment::head_records(*b.ctx)) == "x=1");  // the cell before it is committed
 }
@@ -327,12 +332,14 @@ metrics:
   CHECK(per_gpu.count("0") == 1);
   CHECK(per_gpu.count("1") == 1);
   REQUIRE(b.script.gpus.size() == 4);
-  CHECK(std::all_of(b.script.gpus.begin(), b.script.gpus.end(), [](const std::string& g) { return g == "0" || g == "1"; }));
+  CHECK(std::all_of(b.script.gpus.begin(), b.script.gpus.end(),
+                    [](const std::string& g) { return g == "0" || g == "1"; }));
   // Each cell's start is info (there is no line of cells side by side); the results in order.
   REQUIRE(b.progress.infos.size() == 4);
   CHECK(b.progress.infos[0] == "[1/4] x=1 (gpu 0)");
   CHECK(b.progress.infos[1] == "[2/4] x=2 (gpu 1)");
   CHECK(b.progress.totals.empty());
   REQUIRE(b.progress.results.size() == 4);
-  for (std::size_t i = 0; i < 4; ++i) CHECK(b.progress.results[i].starts_with(fmt::format("run {} x={}: pass", i + 1, i + 1)));
+  for (std::size_t i = 0; i < 4; ++i)
+    CHECK(b.progress.results[i].starts_with(fmt::format("run {} x={}: pass", i + 1, i + 1)));
 }

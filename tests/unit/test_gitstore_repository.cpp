@@ -65,7 +65,9 @@ TEST_CASE("a commit into a large folder keeps every file, also with one deeper i
     commit(many);  // an empty tree before: libgit2 builds it
     commit({{"runs/x/0151.json", "151\n"}, {"runs/x/sub/deep.txt", "deep\n"}, {"AB.md", "doc\n"}});
     commit({{"runs/x/0152.json", "152\n"}, {"runs/x/0001.json", "one again\n"}});
-    auto read = [&](const std::string& p) { return repo.with_head([&](const gitstore::TreeView& t) { return t.read(p); }); };
+    auto read = [&](const std::string& p) {
+      return repo.with_head([&](const gitstore::TreeView& t) { return t.read(p); });
+    };
     CHECK(read("runs/x/0150.json") == std::string("150\n"));
     CHECK(read("runs/x/0151.json") == std::string("151\n"));
     CHECK(read("runs/x/sub/deep.txt") == std::string("deep\n"));
@@ -104,7 +106,8 @@ TEST_CASE("a commit's index update keeps what the user staged, and leaves no fil
   const std::string fresh = "GIT_INDEX_FILE=" + scratch.quoted + "/.git/fresh-index git -C " + scratch.quoted;
   CHECK(git_output(scratch, "write-tree") ==
         git_output(scratch, "ls-files -s | " + fresh + " update-index --index-info && " + fresh + " write-tree"));
-  for (const char* name : {"index.lock", "abtrack-index", "abtrack-index.lock"}) CHECK_FALSE(fs::exists(scratch.dir / ".git" / name));
+  for (const char* name : {"index.lock", "abtrack-index", "abtrack-index.lock"})
+    CHECK_FALSE(fs::exists(scratch.dir / ".git" / name));
 }
 
 TEST_CASE("a damaged index is refused when the repository is opened, with the repair") {

@@ -33,7 +33,9 @@ TEST_CASE("no JSON, broken JSON, NaN") {
   CHECK_FALSE(metrics::last_json_object("nothing here\n", &why));
   CHECK(why == "no JSON object on stdout");
   CHECK_FALSE(metrics::last_json_object("INFO: {\"t\": 3}\n", &why));
-  CHECK(why == "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)");
+  CHECK(
+      why ==
+      "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)");
   CHECK_FALSE(metrics::last_json_object("{\"g\": , \"t\": 1}\n", &why));
   CHECK(why == "the last JSON-looking output does not parse: {\"g\": , \"t\": 1}");
   CHECK_FALSE(metrics::last_json_object("{\"t\": NaN}\n", &why));
@@ -54,7 +56,8 @@ TEST_CASE("dotted paths, arrays and bad values") {
 }
 
 TEST_CASE("regex takes every match of group 1") {
-  auto e = metrics::from_regex("throughput: 10.5\nthroughput: 11\nother\nthroughput: 1e3\n", "throughput: ([0-9.eE+-]+)");
+  auto e =
+      metrics::from_regex("throughput: 10.5\nthroughput: 11\nother\nthroughput: 1e3\n", "throughput: ([0-9.eE+-]+)");
   CHECK(e.ok());
   CHECK(e.samples == std::vector<double>{10.5, 11, 1000});
   CHECK(metrics::from_regex("none\n", "t: ([0-9]+)").error == "regex 't: ([0-9]+)' matched nothing");

@@ -91,17 +91,20 @@ TEST_CASE("gbench: iteration rows of the matching benchmarks, aggregates left ou
   CHECK(metrics::from_gbench(d, "real_time", "^BM_sum/64$").samples == std::vector<double>{22.4, 22.6});
   CHECK(metrics::from_gbench(d, "cpu_time", "BM_sum/64").samples == std::vector<double>{22.3, 22.5});
   CHECK(metrics::from_gbench(d, "items", "BM_sum").samples == std::vector<double>{5224.7, 5201.0, 3200.0});
-  CHECK(metrics::from_gbench(d, "real_time", "BM_fail").error == "benchmark 'BM_fail' reported an error: out of memory");
+  CHECK(metrics::from_gbench(d, "real_time", "BM_fail").error ==
+        "benchmark 'BM_fail' reported an error: out of memory");
   auto typo = metrics::from_gbench(d, "real_tme", "BM_sum/256");
   CHECK(typo.error.starts_with("benchmark 'BM_sum/256' has no field 'real_tme', did you mean 'real_time'?"));
   auto none = metrics::from_gbench(d, "real_time", "BM_nope");
-  CHECK(none.error == "no benchmark row matches 'BM_nope' (iteration rows: 'BM_sum/64', 'BM_sum/64', 'BM_sum/256', 'BM_fail')");
+  CHECK(none.error ==
+        "no benchmark row matches 'BM_nope' (iteration rows: 'BM_sum/64', 'BM_sum/64', 'BM_sum/256', 'BM_fail')");
 }
 
 TEST_CASE("nvbench: the value of a tagged summary per state, numbers written as strings") {
   auto d = doc(kNvbench);
   CHECK(metrics::from_nvbench(d, "nv/cold/time/gpu/mean", "Warps=4$").samples == std::vector<double>{4.5e-05});
-  CHECK(metrics::from_nvbench(d, "nv/cold/time/gpu/mean", "Warps=(4|8)$").samples == std::vector<double>{4.5e-05, 3.9e-05});
+  CHECK(metrics::from_nvbench(d, "nv/cold/time/gpu/mean", "Warps=(4|8)$").samples ==
+        std::vector<double>{4.5e-05, 3.9e-05});
   CHECK(metrics::from_nvbench(d, "nv/cold/sample_size", "Warps=4").samples == std::vector<double>{1234});
   // Skipped states are left out; only skipped ones matching is an error that says why.
   CHECK(metrics::from_nvbench(d, "nv/cold/time/gpu/mean", "").samples.size() == 2);
@@ -120,26 +123,29 @@ TEST_CASE("a tool's JSON is found after log lines, scale multiplies every sample
   CHECK(e.samples == std::vector<double>{0.0114 * 1e6, 0.0116 * 1e6, 0.0117 * 1e6});
   auto huge = metrics::extract(metric(plan::Source::gbench, "real_time", "BM_sum/64$", 1e308), kGbench);
   CHECK(huge.error == "a sample times scale 1e+308 is not finite");
-  CHECK(metrics::extract(metric(plan::Source::nvbench, "nv/cold/time/gpu/mean"), "no json here\n").error == "no JSON object on stdout");
+  CHECK(metrics::extract(metric(plan::Source::nvbench, "nv/cold/time/gpu/mean"), "no json here\n").error ==
+        "no JSON object on stdout");
 }
 
 TEST_CASE("metrics read from files: placeholders, missing files, stale files") {
   fs::path dir = fs::temp_directory_path() / "abtrack-unit-metric-files";
   fs::remove_all(dir);
   fs::create_directories(dir / "out");
-  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\ncommand: x\n"
-                            "metrics:\n"
-                            "  t: {hyperfine: mean, name: '0\\.01', file: 'out/hf-{warps}.json', scale: 1000}\n"
-                            "  n: {json: results.0.times, file: 'out/hf-{warps}.json'}\n"
-                            "  s: {regex: 'lat ([0-9.]+)'}\n",
-                            "abtrack.yaml", dir);
+  auto p = plan::parse_plan(
+      "experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\ncommand: x\n"
+      "metrics:\n"
+      "  t: {hyperfine: mean, name: '0\\.01', file: 'out/hf-{warps}.json', scale: 1000}\n"
+      "  n: {json: results.0.times, file: 'out/hf-{warps}.json'}\n"
+      "  s: {regex: 'lat ([0-9.]+)'}\n",
+      "abtrack.yaml", dir);
   auto cells = p.cells();
   metrics::MetricFiles files{dir, &p, &cells[1]};
   CHECK(files.relative(p.metrics[0]) == "out/hf-8.json");
 
   auto before = metrics::stamp_files(p.metrics, files);
   auto missing = metrics::extract_all(p.metrics, "lat 3\n", &files, &before);
-  CHECK(missing.at("t").error == "metric 't': file 'out/hf-8.json' not found (looked for " + (dir / "out/hf-8.json").string() + ")");
+  CHECK(missing.at("t").error ==
+        "metric 't': file 'out/hf-8.json' not found (looked for " + (dir / "out/hf-8.json").string() + ")");
   CHECK(missing.at("s").samples == std::vector<double>{3});
 
   std::ofstream(dir / "out/hf-8.json") << kHyperfine;
@@ -151,11 +157,13 @@ TEST_CASE("metrics read from files: placeholders, missing files, stale files") {
   // The file is still there for the next invocation; unchanged, it is not this invocation's result.
   auto again = metrics::stamp_files(p.metrics, files);
   auto stale = metrics::extract_all(p.metrics, "lat 3\n", &files, &again);
-  CHECK(stale.at("t").error == "metric 't': file 'out/hf-8.json' was not written by the command (same size and time as before it ran)");
+  CHECK(stale.at("t").error ==
+        "metric 't': file 'out/hf-8.json' was not written by the command (same size and time as before it ran)");
 
   // Without a command run (step --record), a file metric cannot be read.
   auto no_files = metrics::extract_all(p.metrics, "lat 3\n");
-  CHECK(no_files.at("t").error == "metric 't': it is read from file 'out/hf-{warps}.json', which only running the command writes");
+  CHECK(no_files.at("t").error ==
+        "metric 't': it is read from file 'out/hf-{warps}.json', which only running the command writes");
   std::ofstream(dir / "out/hf-4.json") << "not json";
   metrics::MetricFiles four{dir, &p, &cells[0]};
   auto bad = metrics::extract_all(p.metrics, "", &four);

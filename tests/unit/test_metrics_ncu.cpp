@@ -77,8 +77,9 @@ TEST_CASE("ncu: CSV fields with commas and doubled quotes; lines that are not ro
   CHECK_FALSE(metrics::csv_fields(R"("a",b)"));
   CHECK_FALSE(metrics::csv_fields(R"("a)"));
   // A row before any header, or of another width, is the program's output.
-  auto out = metrics::parse_ncu("\"0\",\"1\"\n\"ID\",\"Process ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
-                                "\"0\",\"1\",\"k\",\"m\",\"u\",\"2\"\n\"x\",\"y\"\n");
+  auto out = metrics::parse_ncu(
+      "\"0\",\"1\"\n\"ID\",\"Process ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"1\",\"k\",\"m\",\"u\",\"2\"\n\"x\",\"y\"\n");
   REQUIRE(out.rows.size() == 1);
   CHECK(out.rows[0].kernel == "k");
   CHECK(out.rows[0].value == "2");

@@ -106,23 +106,32 @@ TEST_CASE("--cell parsing names the problem") {
                        "--cell: '8' is not axis=value\n  hint: '8' is a value of axis 'warps': write warps=8; "
                        "e.g. --cell warps=4,stages=2,batch=16",
                        Error);
-  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=2"), "--cell: no value for axis 'batch'\n  hint: name every axis, e.g. --cell warps=4,stages=2,batch=16", Error);
-  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=3,batch=64"), "--cell: cell warps=8 stages=3 batch=64 is excluded by the plan", Error);
-  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,warps=4,stages=2,batch=64"), "--cell: axis 'warps' is named twice\n  hint: name each axis once", Error);
-  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages2,batch=64"), "--cell: 'stages2' is not axis=value\n  hint: write --cell warps=4,stages=2,batch=16", Error);
+  CHECK_THROWS_WITH_AS(
+      p.parse_cell("warps=8,stages=2"),
+      "--cell: no value for axis 'batch'\n  hint: name every axis, e.g. --cell warps=4,stages=2,batch=16", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages=3,batch=64"),
+                       "--cell: cell warps=8 stages=3 batch=64 is excluded by the plan", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,warps=4,stages=2,batch=64"),
+                       "--cell: axis 'warps' is named twice\n  hint: name each axis once", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("warps=8,stages2,batch=64"),
+                       "--cell: 'stages2' is not axis=value\n  hint: write --cell warps=4,stages=2,batch=16", Error);
 }
 
 TEST_CASE("--cell takes values that hold commas") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {shape: ['64,32', '128,32'], n: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {shape: ['64,32', '128,32'], n: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n");
   CHECK(p.label(p.parse_cell("shape=64,32,n=2")) == "shape=64,32 n=2");
   CHECK(p.label(p.parse_cell("n=1,shape=128,32")) == "shape=128,32 n=1");
-  CHECK_THROWS_WITH_AS(p.parse_cell("shape=64,n=2"), "--cell: axis 'shape' has no value '64'\n  hint: its values are: 64,32, 128,32", Error);
+  CHECK_THROWS_WITH_AS(p.parse_cell("shape=64,n=2"),
+                       "--cell: axis 'shape' has no value '64'\n  hint: its values are: 64,32, 128,32", Error);
 }
 
 TEST_CASE("unknown keys get did-you-mean with their position") {
   auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncomand: x\nmetrics: {t: {json: t}}\n");
   REQUIRE(errs.size() == 2);
-  CHECK(errs[0] == "abtrack.yaml: missing required key 'command'\n  hint: give the command that runs one cell, e.g. command: ./bench --warps {warps}");
+  CHECK(
+      errs[0] ==
+      "abtrack.yaml: missing required key 'command'\n  hint: give the command that runs one cell, e.g. command: ./bench --warps {warps}");
   CHECK(errs[1] == "abtrack.yaml:4:1: unknown plan key 'comand', did you mean 'command'?");
 }
 
@@ -151,20 +160,25 @@ gates:
   CHECK(all.find("abtrack.yaml:6:12: baseline names unknown axis 'warp', did you mean 'warps'?") != std::string::npos);
   CHECK(all.find("abtrack.yaml:8:10: timeout must be a positive number of seconds, not -1") != std::string::npos);
   CHECK(all.find("abtrack.yaml:11:14: the regex of metric 'r' does not compile") != std::string::npos);
-  CHECK(all.find("abtrack.yaml:13:5: gate 'tt <= 3' names unknown metric 'tt', did you mean 't'?") != std::string::npos);
+  CHECK(all.find("abtrack.yaml:13:5: gate 'tt <= 3' names unknown metric 'tt', did you mean 't'?") !=
+        std::string::npos);
   CHECK(all.find("abtrack.yaml:14:5: gate 't <= abc': 'abc' is not a finite number") != std::string::npos);
   CHECK(errs.size() == 9);
 }
 
 TEST_CASE("duplicate keys, wrong types, syntax errors") {
-  auto dup = errors_of("experiment: e\nexperiment: f\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\n");
+  auto dup =
+      errors_of("experiment: e\nexperiment: f\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\n");
   REQUIRE(dup.size() == 1);
   CHECK(dup[0] == "abtrack.yaml:2:1: duplicate key 'experiment' (first given at line 1)");
-  auto types = errors_of("experiment: e\ndoc: d.md\naxes: {a: 1}\ncommand: [x]\nmetrics: {t: {json: t}}\nrepeats: 1.5\n");
+  auto types =
+      errors_of("experiment: e\ndoc: d.md\naxes: {a: 1}\ncommand: [x]\nmetrics: {t: {json: t}}\nrepeats: 1.5\n");
   REQUIRE(types.size() == 3);
   CHECK(types[0] == "abtrack.yaml:3:11: axis 'a' must be a list of values, e.g. a: [4, 8]");
-  CHECK(types[1] == "abtrack.yaml:4:10: command must be a single value, not a list\n  hint: an unquoted value that starts with "
-                    "'{' or '[' is a YAML mapping or list: quote the whole value to give it as text, e.g. command: \"{codec} < in\"");
+  CHECK(
+      types[1] ==
+      "abtrack.yaml:4:10: command must be a single value, not a list\n  hint: an unquoted value that starts with "
+      "'{' or '[' is a YAML mapping or list: quote the whole value to give it as text, e.g. command: \"{codec} < in\"");
   CHECK(types[2] == "abtrack.yaml:6:10: repeats must be a whole number from 1 to 100000, not 1.5");
   auto syntax = errors_of("experiment: e\n  doc: [\n");
   REQUIRE(syntax.size() == 1);
@@ -173,14 +187,18 @@ TEST_CASE("duplicate keys, wrong types, syntax errors") {
 }
 
 TEST_CASE("baseline and exclude must name existing values") {
-  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\nbaseline: {warps: 5}\nexclude: [{warps: 16}]\ncommand: x\nmetrics: {t: {json: t}}\n");
+  auto errs = errors_of(
+      "experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\nbaseline: {warps: 5}\nexclude: [{warps: 16}]\ncommand: x\nmetrics: {t: {json: t}}\n");
   REQUIRE(errs.size() == 2);
-  CHECK(errs[0] == "abtrack.yaml:4:19: baseline gives axis 'warps' the value '5', which the axis does not have\n  hint: the values of 'warps' are: 4, 8");
+  CHECK(
+      errs[0] ==
+      "abtrack.yaml:4:19: baseline gives axis 'warps' the value '5', which the axis does not have\n  hint: the values of 'warps' are: 4, 8");
   CHECK(errs[1].starts_with("abtrack.yaml:5:19: exclude entry gives axis 'warps' the value '16'"));
 }
 
 TEST_CASE("a plan that excludes every cell is refused") {
-  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {a: [1]}\nexclude: [{a: 1}]\ncommand: x\nmetrics: {t: {json: t}}\n");
+  auto errs =
+      errors_of("experiment: e\ndoc: d.md\naxes: {a: [1]}\nexclude: [{a: 1}]\ncommand: x\nmetrics: {t: {json: t}}\n");
   REQUIRE(errs.size() == 1);
   CHECK(errs[0] == "abtrack.yaml:4:10: every cell of the sweep is excluded");
 }
@@ -197,12 +215,14 @@ TEST_CASE("doc paths stay inside the repository, also through symlinks") {
   auto git = errors_of("experiment: e\ndoc: .git/x.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\n");
   CHECK(git[0] == "abtrack.yaml:2:6: doc '.git/x.md' is inside .git");
   fs::remove(kRoot / "escape");
-  CHECK(parse("experiment: e\ndoc: ./docs/../AB.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\n").doc == "AB.md");
+  CHECK(parse("experiment: e\ndoc: ./docs/../AB.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\n").doc ==
+        "AB.md");
 }
 
 TEST_CASE("placeholders: only axis names are replaced, values are shell-quoted") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {v: [\"x; touch f\", \"$(id)\", \"it's\"]}\n"
-                 "command: 'echo {v} ${HOME} {\"json\": 1} {other}'\nmetrics: {t: {json: t}}\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {v: [\"x; touch f\", \"$(id)\", \"it's\"]}\n"
+      "command: 'echo {v} ${HOME} {\"json\": 1} {other}'\nmetrics: {t: {json: t}}\n");
   auto cells = p.cells();
   CHECK(plan::substitute(p, cells[0], p.command, true) == "echo 'x; touch f' ${HOME} {\"json\": 1} {other}");
   CHECK(plan::substitute(p, cells[1], p.command, true) == "echo '$(id)' ${HOME} {\"json\": 1} {other}");
@@ -213,12 +233,14 @@ TEST_CASE("placeholders: only axis names are replaced, values are shell-quoted")
 TEST_CASE("a placeholder that looks like a typo of an axis is a warning") {
   auto p = parse("experiment: e\ndoc: d.md\naxes: {warps: [4]}\ncommand: bench {warp}\nmetrics: {t: {json: t}}\n");
   REQUIRE(p.warnings.size() == 1);
-  CHECK(format_diagnostic(p.warnings[0]) == "abtrack.yaml:4:10: command has '{warp}', which is not an axis and is left as it is; did you mean '{warps}'?");
+  CHECK(format_diagnostic(p.warnings[0]) ==
+        "abtrack.yaml:4:10: command has '{warp}', which is not an axis and is left as it is; did you mean '{warps}'?");
 }
 
 TEST_CASE("a prediction without a baseline is a warning: it cannot be judged") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {a: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n"
-                 "prediction: {metric: t, change: -10%}\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {a: [1, 2]}\ncommand: x\nmetrics: {t: {json: t}}\n"
+      "prediction: {metric: t, change: -10%}\n");
   REQUIRE(p.warnings.size() == 1);
   CHECK(format_diagnostic(p.warnings[0]) ==
         "abtrack.yaml:6:13: the prediction is judged against the baseline, and the plan names none: it stays unjudged\n"
@@ -229,8 +251,9 @@ TEST_CASE("a prediction without a baseline is a warning: it cannot be judged") {
 }
 
 TEST_CASE("control characters in the title or an axis value are plan errors") {
-  auto errs = errors_of("experiment: e\ndoc: d.md\ntitle: \"a\\0b\"\naxes: {a: [\"\\e[31mred\", \"x\\ty\"]}\ncommand: x\n"
-                        "metrics: {t: {json: t}}\n");
+  auto errs = errors_of(
+      "experiment: e\ndoc: d.md\ntitle: \"a\\0b\"\naxes: {a: [\"\\e[31mred\", \"x\\ty\"]}\ncommand: x\n"
+      "metrics: {t: {json: t}}\n");
   REQUIRE(errs.size() == 2);
   CHECK(errs[0].find("abtrack.yaml:3:8: the title holds a control character") == 0);
   CHECK(errs[1].rfind("abtrack.yaml:4:", 0) == 0);
@@ -238,7 +261,8 @@ TEST_CASE("control characters in the title or an axis value are plan errors") {
 }
 
 TEST_CASE("alpha and min_effect") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 0.01\nmin_effect: 1%\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 0.01\nmin_effect: 1%\n");
   CHECK(p.alpha == 0.01);
   CHECK(p.min_effect_pct == 1);
   auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {a: [1]}\ncommand: x\nmetrics: {t: {json: t}}\nalpha: 2\n");
@@ -246,8 +270,9 @@ TEST_CASE("alpha and min_effect") {
 }
 
 TEST_CASE("{axis...} splits the value into shell-quoted words") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {c: ['gzip -6', ' x;  rm -rf ~ ', '']}\n"
-                 "command: '{c...} < in; echo {c}'\nmetrics: {t: {json: t}}\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {c: ['gzip -6', ' x;  rm -rf ~ ', '']}\n"
+      "command: '{c...} < in; echo {c}'\nmetrics: {t: {json: t}}\n");
   auto cells = p.cells();
   CHECK(plan::substitute(p, cells[0], p.command, true) == "'gzip' '-6' < in; echo 'gzip -6'");
   CHECK(plan::substitute(p, cells[1], p.command, true) == "'x;' 'rm' '-rf' '~' < in; echo ' x;  rm -rf ~ '");
@@ -267,21 +292,25 @@ TEST_CASE("a multi-word value first in a command is a warning that suggests {axi
   };
   auto w = warnings("{c} < in");
   REQUIRE(w.size() == 1);
-  CHECK(w[0] == "abtrack.yaml:4:10: command puts {c} first in a command, and its value 'gzip -6' has a blank: it is one "
-                "shell-quoted word, so the shell looks for a program named 'gzip -6'\n"
-                "  hint: write {c...} to split the value into words (each still shell-quoted)");
-  for (const char* first : {"cat in | {c}", "cd x; {c} < in", "true && {c}", "false || {c}", "( {c} )", "x=$({c})", "{c} | {c}"})
+  CHECK(w[0] ==
+        "abtrack.yaml:4:10: command puts {c} first in a command, and its value 'gzip -6' has a blank: it is one "
+        "shell-quoted word, so the shell looks for a program named 'gzip -6'\n"
+        "  hint: write {c...} to split the value into words (each still shell-quoted)");
+  for (const char* first :
+       {"cat in | {c}", "cd x; {c} < in", "true && {c}", "false || {c}", "( {c} )", "x=$({c})", "{c} | {c}"})
     CHECK_MESSAGE(warnings(first).size() == 1, first);
   for (const char* other : {"{c...} < in", "echo {c}", "{n} {c}", "\"{c}\" < in", "hyperfine {c}"})
     CHECK_MESSAGE(warnings(other).empty(), other);
-  CHECK(warnings("{cc...}").at(0).find("command has '{cc...}', which is not an axis and is left as it is; did you mean '{c...}'?") !=
+  CHECK(warnings("{cc...}").at(0).find(
+            "command has '{cc...}', which is not an axis and is left as it is; did you mean '{c...}'?") !=
         std::string::npos);
 }
 
 TEST_CASE("{axis} in name:/state: is replaced per cell, regex-escaped") {
-  auto p = parse("experiment: e\ndoc: d.md\naxes: {n: [64, '1.5', 'a+b']}\ncommand: x\n"
-                 "metrics:\n  t: {gbench: real_time, name: '^BM/{n}$'}\n  u: {nvbench: tag, state: 'N={n...} '}\n"
-                 "  v: {json: t, file: 'o-{n}.json'}\n");
+  auto p = parse(
+      "experiment: e\ndoc: d.md\naxes: {n: [64, '1.5', 'a+b']}\ncommand: x\n"
+      "metrics:\n  t: {gbench: real_time, name: '^BM/{n}$'}\n  u: {nvbench: tag, state: 'N={n...} '}\n"
+      "  v: {json: t, file: 'o-{n}.json'}\n");
   auto cells = p.cells();
   CHECK(plan::metrics_for(p, cells[0])[0].filter == "^BM/64$");
   CHECK(plan::metrics_for(p, cells[1])[0].filter == "^BM/1\\.5$");
@@ -292,8 +321,9 @@ TEST_CASE("{axis} in name:/state: is replaced per cell, regex-escaped") {
   CHECK(plan::substitute_regex(p, cells[0], "\\^$.|?*+()[]{}/{n}") == "\\^$.|?*+()[]{}/64");
   CHECK(plan::substitute_regex(p, cells[2], "{n}") == "a\\+b");
 
-  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {size: [1]}\ncommand: x\n"
-                        "metrics: {t: {gbench: real_time, name: '^BM/{sise}$'}}\n");
+  auto errs = errors_of(
+      "experiment: e\ndoc: d.md\naxes: {size: [1]}\ncommand: x\n"
+      "metrics: {t: {gbench: real_time, name: '^BM/{sise}$'}}\n");
   REQUIRE(errs.size() == 1);
   CHECK(errs[0].find("abtrack.yaml:5:40: the name regex of metric 't' does not compile") == 0);
   CHECK(errs[0].find("hint: '{sise}' is not an axis, did you mean '{size}'? {axis} is replaced by the cell's value") !=
@@ -301,16 +331,18 @@ TEST_CASE("{axis} in name:/state: is replaced per cell, regex-escaped") {
 }
 
 TEST_CASE("a YAML syntax error in an unquoted value gets a hint to quote it") {
-  auto errs = errors_of("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: echo '{\"t\": 1}'\nmetrics: {t: {json: t}}\n");
+  auto errs =
+      errors_of("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: echo '{\"t\": 1}'\nmetrics: {t: {json: t}}\n");
   REQUIRE(errs.size() == 1);
   CHECK(errs[0].find("abtrack.yaml:4:") == 0);
   CHECK(errs[0].find("invalid YAML: ") != std::string::npos);
-  CHECK(errs[0].find("\n  hint: the value of 'command' holds ': ', '{' or '[', which YAML reads as structure: quote the whole "
-                     "value, e.g. command: \"echo '{\\\"t\\\": 1}'\" (or in single quotes, each ' doubled), or write it as a "
-                     "block scalar: command: | and the value on the next line, indented") != std::string::npos);
+  CHECK(errs[0].find(
+            "\n  hint: the value of 'command' holds ': ', '{' or '[', which YAML reads as structure: quote the whole "
+            "value, e.g. command: \"echo '{\\\"t\\\": 1}'\" (or in single quotes, each ' doubled), or write it as a "
+            "block scalar: command: | and the value on the next line, indented") != std::string::npos);
   // The quoted value the hint gives loads.
-  CHECK(parse("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: \"echo '{\\\"t\\\": 1}'\"\nmetrics: {t: {json: t}}\n").command ==
-        "echo '{\"t\": 1}'");
+  CHECK(parse("experiment: e\ndoc: d.md\naxes: {n: [1]}\ncommand: \"echo '{\\\"t\\\": 1}'\"\nmetrics: {t: {json: t}}\n")
+            .command == "echo '{\"t\": 1}'");
   // A broken flow mapping is not a value to quote.
   auto flow = errors_of("experiment: e\ndoc: d.md\naxes: {n: [1, 2}\ncommand: x\nmetrics: {t: {json: t}}\n");
   REQUIRE(flow.size() == 1);
@@ -322,7 +354,8 @@ TEST_CASE("warmup: the plan's count, a metric's own, and where each was given") 
   auto none = parse(base + "metrics: {t: {json: t}}\n");
   CHECK(none.warmup == 0);
   CHECK(none.metrics[0].warmup == 0);
-  auto p = parse(base + "warmup: 3\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
+  auto p =
+      parse(base + "warmup: 3\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
   CHECK(p.warmup == 3);
   REQUIRE(p.metrics.size() == 3);
   CHECK(p.metrics[0].warmup == 3);
@@ -331,7 +364,8 @@ TEST_CASE("warmup: the plan's count, a metric's own, and where each was given") 
   CHECK(p.metrics[2].warmup == 1);
   CHECK(format_diagnostic(Diagnostic{p.metrics[2].warmup_where, "x", ""}).starts_with("abtrack.yaml:9:24:"));
   // What warm-up drops is part of how a cell is run: other counts never pool.
-  auto q = parse(base + "warmup: 2\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
+  auto q =
+      parse(base + "warmup: 2\nmetrics:\n  t: {json: t}\n  err: {json: err, warmup: 0}\n  u: {json: u, warmup: 1}\n");
   CHECK(plan::recipe(p, p.cells()[0]) != plan::recipe(q, q.cells()[0]));
   auto zero = parse(base + "warmup: 0\nmetrics: {t: {json: t}}\n");
   CHECK(plan::recipe(zero, zero.cells()[0]) == plan::recipe(none, none.cells()[0]));  // no warm-up: recipes as before

@@ -61,19 +61,19 @@ TEST_CASE("metric sources: formats, file, name/state and scale load") {
 
 TEST_CASE("metric source mistakes are all reported with positions") {
   auto errs = source_errors(
-      "  a: {hyperfine: mean, gbench: real_time}\n"          // line 6
-      "  b: {hyperfine: avg}\n"                              // 7
-      "  c: {gbench: real_time, name: '(['}\n"               // 8
-      "  d: {nvbench: nv/cold/time/gpu/mean, state: '*x'}\n" // 9
-      "  e: {json: t, scale: 0}\n"                           // 10
+      "  a: {hyperfine: mean, gbench: real_time}\n"           // line 6
+      "  b: {hyperfine: avg}\n"                               // 7
+      "  c: {gbench: real_time, name: '(['}\n"                // 8
+      "  d: {nvbench: nv/cold/time/gpu/mean, state: '*x'}\n"  // 9
+      "  e: {json: t, scale: 0}\n"                            // 10
       "  f: {json: t, scale: 1e400}\n"                        // 11
-      "  g: {json: t, fiel: x.json}\n"                       // 12
-      "  h: {gbench: cpu_time}\n"                            // 13
-      "  i: {json: t, name: x}\n"                            // 14
-      "  j: {hyperfine: mean, state: x}\n"                   // 15
-      "  k: {better: lower}\n"                               // 16
-      "  l: {regex: 'x ([0-9]+)', file: ''}\n"               // 17
-      "  m: {json: t, scale: fast}\n");                      // 18
+      "  g: {json: t, fiel: x.json}\n"                        // 12
+      "  h: {gbench: cpu_time}\n"                             // 13
+      "  i: {json: t, name: x}\n"                             // 14
+      "  j: {hyperfine: mean, state: x}\n"                    // 15
+      "  k: {better: lower}\n"                                // 16
+      "  l: {regex: 'x ([0-9]+)', file: ''}\n"                // 17
+      "  m: {json: t, scale: fast}\n");                       // 18
   std::vector<std::string> want = {
       "abtrack.yaml:6:24: metric 'a' has more than one source ('hyperfine' and 'gbench'); give exactly one",
       "abtrack.yaml:7:18: metric 'b': hyperfine field 'avg' is not one of mean, median, min, max, stddev, times",
@@ -96,6 +96,8 @@ TEST_CASE("metric source mistakes are all reported with positions") {
 TEST_CASE("a hyperfine field typo gets did-you-mean, a gate on a metric with a bad source adds no noise") {
   auto errs = source_errors("  t: {hyperfine: mediam, scale: -0.0}\ngates: [t < 5]\n");
   REQUIRE(errs.size() == 2);
-  CHECK(errs[0] == "abtrack.yaml:6:18: metric 't': hyperfine field 'mediam' is not one of mean, median, min, max, stddev, times, did you mean 'median'?");
+  CHECK(
+      errs[0] ==
+      "abtrack.yaml:6:18: metric 't': hyperfine field 'mediam' is not one of mean, median, min, max, stddev, times, did you mean 'median'?");
   CHECK(errs[1].starts_with("abtrack.yaml:6:33: metric 't': scale must be a finite non-zero number, not -0.0"));
 }

@@ -102,7 +102,8 @@ TEST_CASE("ncu: mistakes are plan errors at their place") {
 }
 
 TEST_CASE("artifacts: a mapping names a build log and a kernel regex") {
-  auto p = parse("  t: {json: t}\nartifacts:\n  - build/a.cubin\n  - {path: 'build/k-{warps}.cubin', build_log: build/ptxas.log, kernel: decode}\n");
+  auto p = parse(
+      "  t: {json: t}\nartifacts:\n  - build/a.cubin\n  - {path: 'build/k-{warps}.cubin', build_log: build/ptxas.log, kernel: decode}\n");
   REQUIRE(p.artifacts.size() == 2);
   REQUIRE(p.artifact_options.size() == 2);
   CHECK(p.artifacts[1] == "build/k-{warps}.cubin");

@@ -65,7 +65,8 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
 
 TEST_CASE("a cache frame keeps what the watcher saw of each invocation, which the evidence reads") {
   auto r = sample_record(7);
-  CHECK(record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8)).second.data.invocations.empty());
+  CHECK(record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8))
+            .second.data.invocations.empty());
   runner::Watch w;
   w.nvml = true;
   w.interval_ms = 20;
@@ -323,7 +324,8 @@ TEST_CASE("thousands of records: every one found after the table grows, a later 
   }
   record::RecordCache reopened(file);
   int found = 0;
-  for (int i = 1; i <= 5000; ++i) found += reopened.header(oid(i)) && reopened.header(oid(i))->run == (i == 7 ? 70000 : i);
+  for (int i = 1; i <= 5000; ++i)
+    found += reopened.header(oid(i)) && reopened.header(oid(i))->run == (i == 7 ? 70000 : i);
   CHECK(found == 5000);
   CHECK_FALSE(reopened.header(oid(0)));
   CHECK_FALSE(reopened.header(oid(5001)));

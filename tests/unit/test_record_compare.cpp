@@ -13,9 +13,10 @@ using namespace abtrack;
 namespace {
 
 plan::Plan two_cells() {
-  return plan::parse_plan("experiment: e\ndoc: d.md\naxes: {v: [a, b]}\nbaseline: {v: a}\ncommand: x\n"
-                          "metrics: {t: {json: t, better: lower}, err: {json: err}}\ngates: [err < 1]\n",
-                          "abtrack.yaml", std::filesystem::temp_directory_path());
+  return plan::parse_plan(
+      "experiment: e\ndoc: d.md\naxes: {v: [a, b]}\nbaseline: {v: a}\ncommand: x\n"
+      "metrics: {t: {json: t, better: lower}, err: {json: err}}\ngates: [err < 1]\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
 }
 
 record::Record rec(int run, const std::string& v, const std::string& code, runner::Outcome o, std::vector<double> t) {
@@ -34,9 +35,10 @@ record::Record rec(int run, const std::string& v, const std::string& code, runne
 TEST_CASE("a cell pools the samples of its runs on the latest code, new code starts a new pool") {
   auto p = two_cells();
   std::string c1(40, '1'), c2(40, '2');
-  std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2}), rec(2, "a", c1, runner::Outcome::pass, {3}),
-                                 rec(3, "b", c1, runner::Outcome::pass, {9}), rec(4, "a", c2, runner::Outcome::pass, {5}),
-                                 rec(5, "a", c2, runner::Outcome::invalid, {})};
+  std::vector<record::Record> rs{
+      rec(1, "a", c1, runner::Outcome::pass, {1, 2}), rec(2, "a", c1, runner::Outcome::pass, {3}),
+      rec(3, "b", c1, runner::Outcome::pass, {9}), rec(4, "a", c2, runner::Outcome::pass, {5}),
+      rec(5, "a", c2, runner::Outcome::invalid, {})};
   auto cells = record::cells_with_runs(p, rs);
   REQUIRE(cells.size() == 2);
   CHECK(cells[0].runs.size() == 4);
@@ -52,7 +54,8 @@ TEST_CASE("an invalid latest run leaves the pool to the earlier valid runs on it
   auto p = two_cells();
   std::string c1(40, '1'), c2(40, '2');
   SUBCASE("earlier valid runs on the same code decide, and give the baseline's samples") {
-    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2, 3, 4, 5}), rec(2, "b", c1, runner::Outcome::pass, {2, 3, 4, 5, 6}),
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1, 2, 3, 4, 5}),
+                                   rec(2, "b", c1, runner::Outcome::pass, {2, 3, 4, 5, 6}),
                                    rec(3, "a", c1, runner::Outcome::invalid, {})};
     auto cells = record::cells_with_runs(p, rs);
     CHECK(cells[0].outcome() == runner::Outcome::pass);
@@ -63,14 +66,16 @@ TEST_CASE("an invalid latest run leaves the pool to the earlier valid runs on it
     CHECK(c.notes.empty());
   }
   SUBCASE("valid runs only on other code do not: the cell is invalid") {
-    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1}), rec(2, "a", c2, runner::Outcome::invalid, {})};
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::pass, {1}),
+                                   rec(2, "a", c2, runner::Outcome::invalid, {})};
     auto cells = record::cells_with_runs(p, rs);
     CHECK(cells[0].outcome() == runner::Outcome::invalid);
     CHECK(cells[0].deciding()->run == 2);
     CHECK(cells[0].pooled_samples().empty());
   }
   SUBCASE("a failed run of the pool still fails the cell") {
-    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::fail, {1}), rec(2, "a", c1, runner::Outcome::pass, {1}),
+    std::vector<record::Record> rs{rec(1, "a", c1, runner::Outcome::fail, {1}),
+                                   rec(2, "a", c1, runner::Outcome::pass, {1}),
                                    rec(3, "a", c1, runner::Outcome::invalid, {})};
     auto cells = record::cells_with_runs(p, rs);
     CHECK(cells[0].outcome() == runner::Outcome::fail);
@@ -101,7 +106,8 @@ TEST_CASE("a run on unknown code (dirty, no snapshot) pools with no other run") 
 TEST_CASE("a failed run anywhere in the pool fails the cell") {
   auto p = two_cells();
   std::string c(40, '1');
-  std::vector<record::Record> rs{rec(1, "b", c, runner::Outcome::fail, {1}), rec(2, "b", c, runner::Outcome::pass, {2})};
+  std::vector<record::Record> rs{rec(1, "b", c, runner::Outcome::fail, {1}),
+                                 rec(2, "b", c, runner::Outcome::pass, {2})};
   auto cells = record::cells_with_runs(p, rs);
   CHECK(cells[1].outcome() == runner::Outcome::fail);
   CHECK(cells[1].deciding()->run == 1);
@@ -138,9 +144,10 @@ TEST_CASE("comparison against the baseline pool, uncomparable metrics are noted,
 }
 
 TEST_CASE("cells_with_runs files each record under the cell plan_cell gives it, and skips the others") {
-  auto p = plan::parse_plan("experiment: e\ndoc: d.md\naxes: {w: [4, 8], b: [1, 2, 3]}\nexclude: [{w: 8, b: 3}]\n"
-                            "command: x\nmetrics: {t: {json: t}}\n",
-                            "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto p = plan::parse_plan(
+      "experiment: e\ndoc: d.md\naxes: {w: [4, 8], b: [1, 2, 3]}\nexclude: [{w: 8, b: 3}]\n"
+      "command: x\nmetrics: {t: {json: t}}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
   auto at = [](int run, record::CellValues cell, std::string experiment = "e") {
     record::Record r;
     r.experiment = std::move(experiment);

@@ -32,7 +32,7 @@ TEST_CASE("a record survives a round trip through JSON") {
   r.code.dirty = true;
   r.code.snapshot = std::string(40, 'c');
   auto text = record::to_json(r);
-  CHECK(text.find("\"warps\": 8") != std::string::npos);    // integers are numbers
+  CHECK(text.find("\"warps\": 8") != std::string::npos);       // integers are numbers
   CHECK(text.find("\"lead\": \"007\"") != std::string::npos);  // but not when that would change the text
   auto back = record::parse_record(text, "runs/occ/0003.json");
   CHECK(back.run == 3);

@@ -18,8 +18,9 @@ namespace {
 
 struct Fixture {
   fs::path dir = fs::temp_directory_path() / ("abtrack-slurm-unit-" + std::to_string(::getpid()));
-  plan::Plan plan = plan::parse_plan("experiment: sl\ndoc: AB.md\naxes: {x: [1]}\ncommand: c\nmetrics: {t: {json: t}}\n",
-                                     "abtrack.yaml", fs::temp_directory_path());
+  plan::Plan plan =
+      plan::parse_plan("experiment: sl\ndoc: AB.md\naxes: {x: [1]}\ncommand: c\nmetrics: {t: {json: t}}\n",
+                       "abtrack.yaml", fs::temp_directory_path());
   runner::slurm::Submission s;
   runner::slurm::Task t;
   Fixture() {

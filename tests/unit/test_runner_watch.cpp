@@ -24,7 +24,9 @@ runner::GpuSample sample(float util, float sm, std::optional<std::uint64_t> reas
   return s;
 }
 std::vector<runner::NvmlDevice> devices() {
-  return {{0, nullptr, "H200", "GPU-aaaa1111-0000"}, {1, nullptr, "H200", "GPU-aaaa2222-0000"}, {2, nullptr, "H200", "GPU-bbbb3333-0000"}};
+  return {{0, nullptr, "H200", "GPU-aaaa1111-0000"},
+          {1, nullptr, "H200", "GPU-aaaa2222-0000"},
+          {2, nullptr, "H200", "GPU-bbbb3333-0000"}};
 }
 // The GPU's watch with clocks `sm` over its busy samples (none when `busy` is false).
 runner::Invocation watched(const std::string& uuid, double sm, bool busy) {
@@ -51,8 +53,10 @@ TEST_CASE("watch: only power, thermal and hardware slowdowns are throttling, by 
   CHECK(runner::throttle_names(0x1 | 0x2 | 0x100).empty());  // idle, application clocks, display clock
   CHECK(runner::throttle_names(0x4) == std::vector<std::string>{"sw_power_cap"});
   CHECK(runner::throttle_names(0x1 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80) ==
-        std::vector<std::string>{"hw_slowdown", "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"});
-  CHECK(runner::throttle_names(0x200 | 0x4) == std::vector<std::string>{"sw_power_cap", "0x200"});  // a bit NVML may add later
+        std::vector<std::string>{"hw_slowdown", "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                                 "hw_power_brake_slowdown"});
+  CHECK(runner::throttle_names(0x200 | 0x4) ==
+        std::vector<std::string>{"sw_power_cap", "0x200"});  // a bit NVML may add later
   CHECK(runner::merge_throttle({"hw_slowdown", "0x200"}, {"sw_power_cap", "hw_slowdown"}) ==
         std::vector<std::string>{"sw_power_cap", "hw_slowdown", "0x200"});
 }
@@ -60,7 +64,8 @@ TEST_CASE("watch: only power, thermal and hardware slowdowns are throttling, by 
 TEST_CASE("watch: a GPU's samples become min/median/max, busy counts, and the reasons seen while busy") {
   runner::NvmlDevice dev{1, nullptr, "H200", "GPU-x"};
   // Idle at the start (with a power-cap bit that does not count: the GPU was not busy), then busy.
-  std::vector<runner::GpuSample> s = {sample(0, 345, 0x1 | 0x4), sample(90, 1980, 0), sample(95, 1980, 0x4), sample(80, 1755, 0)};
+  std::vector<runner::GpuSample> s = {sample(0, 345, 0x1 | 0x4), sample(90, 1980, 0), sample(95, 1980, 0x4),
+                                      sample(80, 1755, 0)};
   auto g = runner::summarise(dev, s);
   CHECK(g.index == 1);
   CHECK(g.uuid == "GPU-x");
@@ -103,9 +108,9 @@ TEST_CASE("watch: the GPUs CUDA_VISIBLE_DEVICES names, as CUDA reads it") {
   CHECK(runner::visible_devices(d, std::nullopt) == V{0, 1, 2});
   CHECK(runner::visible_devices(d, "2,0") == V{2, 0});
   CHECK(runner::visible_devices(d, " 1 ") == V{1});
-  CHECK(runner::visible_devices(d, "GPU-bbbb") == V{2});        // a unique prefix of a UUID
-  CHECK(runner::visible_devices(d, "GPU-aaaa").empty());        // not unique
-  CHECK(runner::visible_devices(d, "1,7,0") == V{1});           // up to the first that names no device
+  CHECK(runner::visible_devices(d, "GPU-bbbb") == V{2});  // a unique prefix of a UUID
+  CHECK(runner::visible_devices(d, "GPU-aaaa").empty());  // not unique
+  CHECK(runner::visible_devices(d, "1,7,0") == V{1});     // up to the first that names no device
   CHECK(runner::visible_devices(d, "").empty());
   CHECK(runner::visible_devices(d, "-1").empty());
   CHECK(runner::visible_devices(d, "MIG-1234").empty());
@@ -164,8 +169,8 @@ TEST_CASE("watch: the fingerprint's clocks come from the busy samples, and say s
   env.gpus = {runner::Gpu{"H200", "GPU-a", "580", 345u, 1593u, 700.0, 30u, ""},
               runner::Gpu{"H200", "GPU-b", "580", 345u, 1593u, 700.0, 30u, ""},
               runner::Gpu{"H200", "GPU-c", "580", 345u, 1593u, 700.0, 30u, ""}};
-  std::vector<runner::Invocation> invs = {watched("GPU-a", 1980, true), watched("GPU-a", 1965, true), watched("GPU-a", 1755, true),
-                                          watched("GPU-b", 1980, false)};
+  std::vector<runner::Invocation> invs = {watched("GPU-a", 1980, true), watched("GPU-a", 1965, true),
+                                          watched("GPU-a", 1755, true), watched("GPU-b", 1980, false)};
   runner::apply_watched_clocks(env, invs);
   CHECK(env.gpus[0].sm_clock_mhz == 1965u);  // the median over the invocations
   CHECK(env.gpus[0].mem_clock_mhz == 2619u);

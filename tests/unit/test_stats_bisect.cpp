@@ -32,10 +32,10 @@ ProbeRound probe_round(double good, double tested, double bad, const std::vector
 }  // namespace
 
 TEST_CASE("bisect: the error budget is alpha over the expected steps") {
-  CHECK(bisect_step_alpha(0.05, 1) == doctest::Approx(0.05));      // bad alone: step 0
-  CHECK(bisect_step_alpha(0.05, 3) == doctest::Approx(0.025));     // ceil(log2 4) = 2
-  CHECK(bisect_step_alpha(0.05, 15) == doctest::Approx(0.0125));   // ceil(log2 16) = 4
-  CHECK(bisect_step_alpha(0.05, 16) == doctest::Approx(0.01));     // ceil(log2 17) = 5
+  CHECK(bisect_step_alpha(0.05, 1) == doctest::Approx(0.05));     // bad alone: step 0
+  CHECK(bisect_step_alpha(0.05, 3) == doctest::Approx(0.025));    // ceil(log2 4) = 2
+  CHECK(bisect_step_alpha(0.05, 15) == doctest::Approx(0.0125));  // ceil(log2 16) = 4
+  CHECK(bisect_step_alpha(0.05, 16) == doctest::Approx(0.01));    // ceil(log2 17) = 5
   CHECK_THROWS_AS(bisect_step_alpha(0, 4), abtrack::Error);
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("bisect: a tested commit is classified by which side of the midpoint i
   std::vector<ProbeRound> tput;
   for (const auto& r : near_bad) tput.push_back(ProbeRound{r.bad, r.tested, r.good});
   const ProbeEstimate t = classify_probe(tput, Better::higher, 0.05);
-  CHECK(t.side == Side::good);  // tested (109) is near good (110 here)
+  CHECK(t.side == Side::good);                       // tested (109) is near good (110 here)
   CHECK(t.theta == doctest::Approx(1 - bad.theta));  // the same commits, good and bad swapped
   // Judged as better: lower, that "bad" is not worse than good: no position.
   CHECK(std::isnan(classify_probe(tput, Better::lower, 0.05).theta));
@@ -146,7 +146,8 @@ TEST_CASE("bisect: a round with a rare outlier invocation is set aside; a freque
   CHECK(std::count(none.begin(), none.end(), true) == 0);
   // classify_probe sets the round aside and says so.
   std::vector<ProbeRound> rounds;
-  for (const auto& m : rare) rounds.push_back(probe_round(100 * std::exp(m[0]), 100 * std::exp(m[1]), 100 * std::exp(m[2]), {0.99, 1.01}));
+  for (const auto& m : rare)
+    rounds.push_back(probe_round(100 * std::exp(m[0]), 100 * std::exp(m[1]), 100 * std::exp(m[2]), {0.99, 1.01}));
   const ProbeEstimate e = classify_probe(rounds, Better::lower, 0.05);
   CHECK(e.set_aside == 1);
   CHECK(e.rounds == 19);
@@ -161,7 +162,8 @@ TEST_CASE("bisect: step 0 confirms beyond min_effect, refutes below it, and othe
     std::vector<RoundPair> r;
     for (int i = 0; i < n; ++i) {
       const double j = 1 + noise * ((i * 5) % 7 - 3);
-      r.push_back({{100 * j, 101 * j, 99 * j}, {100 * ratio * j * (1 + noise * (i % 3 - 1)), 101 * ratio * j, 99 * ratio * j}});
+      r.push_back(
+          {{100 * j, 101 * j, 99 * j}, {100 * ratio * j * (1 + noise * (i % 3 - 1)), 101 * ratio * j, 99 * ratio * j}});
     }
     return r;
   };
@@ -169,7 +171,8 @@ TEST_CASE("bisect: step 0 confirms beyond min_effect, refutes below it, and othe
   CHECK(confirm_regression(compare_paired(pairs(0.8, 0.002, 8), o)) == Confirmation::not_worse);    // better
   CHECK(confirm_regression(compare_paired(pairs(1.001, 0.001, 8), o)) == Confirmation::not_worse);  // within min_effect
   CHECK(confirm_regression(compare_paired(pairs(1.2, 0.002, 2), o)) == Confirmation::undecided);    // too few rounds
-  CHECK(confirm_regression(compare_paired(pairs(1.012, 0.01, 8), o)) == Confirmation::undecided);   // straddles min_effect
+  CHECK(confirm_regression(compare_paired(pairs(1.012, 0.01, 8), o)) ==
+        Confirmation::undecided);  // straddles min_effect
 }
 
 TEST_CASE("bisect: the search halves, skips and finds") {
@@ -287,13 +290,15 @@ TEST_CASE("bisect: simulated 16-commit histories with a 3% regression name the r
         case Outcome::undecided: ++undecided; break;
       }
     }
-    MESSAGE(std::string(random_commit ? "regression at a random commit" : "regression at commit 11") << ": right " << right << ", wrong "
-            << wrong << ", undecided " << undecided << " of " << trials << "; mean invocations per bisect "
-            << static_cast<double>(m.invocations) / trials);
+    MESSAGE(std::string(random_commit ? "regression at a random commit" : "regression at commit 11")
+            << ": right " << right << ", wrong " << wrong << ", undecided " << undecided << " of " << trials
+            << "; mean invocations per bisect " << static_cast<double>(m.invocations) / trials);
     CHECK(right >= 0.95 * trials);
     CHECK(wrong <= 0.01 * trials);
   }
-  MESSAGE("step 0 took " << tally.step0_rounds / tally.step0 << " rounds on average; a later step " << tally.probe_rounds / tally.probes
-          << ", and " << tally.probes_undecided << " of " << tally.probes << " ran out of rounds");
-  MESSAGE("simulation took " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s");
+  MESSAGE("step 0 took " << tally.step0_rounds / tally.step0 << " rounds on average; a later step "
+                         << tally.probe_rounds / tally.probes << ", and " << tally.probes_undecided << " of "
+                         << tally.probes << " ran out of rounds");
+  MESSAGE("simulation took " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                             << " s");
 }

@@ -35,9 +35,9 @@ TEST_CASE("stats: decide follows statistics.md's order") {
   CHECK(decide(0.01, {5, 10}, 20, 20, lower) == Verdict::worse);
   CHECK(decide(0.01, {-10, -5}, 20, 20, higher) == Verdict::worse);
   CHECK(decide(0.01, {5, 10}, 20, 20, higher) == Verdict::better);
-  CHECK(decide(0.01, {-10, -0.4}, 20, 20, lower) == Verdict::same);   // CI reaches inside delta
-  CHECK(decide(0.06, {-10, -5}, 20, 20, lower) == Verdict::same);     // not significant
-  CHECK(decide(0.05, {-10, -5}, 20, 20, lower) == Verdict::same);     // p < alpha is strict
+  CHECK(decide(0.01, {-10, -0.4}, 20, 20, lower) == Verdict::same);  // CI reaches inside delta
+  CHECK(decide(0.06, {-10, -5}, 20, 20, lower) == Verdict::same);    // not significant
+  CHECK(decide(0.05, {-10, -5}, 20, 20, lower) == Verdict::same);    // p < alpha is strict
   CHECK(decide(std::nullopt, {-10, -5}, 20, 20, lower) == Verdict::same);
   // 3. equivalent: the whole CI inside +-delta, significant or not.
   CHECK(decide(0.5, {-0.3, 0.4}, 20, 20, lower) == Verdict::equivalent);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,9 +49,11 @@ TEST_CASE("stats: k-th log difference equals brute force") {
 // past that; kth_log_difference always bisects: both must give the same doubles, bit for bit.
 TEST_CASE("stats: the shift and interval are the same doubles whether the differences are sorted or bisected") {
   testing::Rng rng(11);
-  const std::pair<std::size_t, std::size_t> sizes[] = {{1, 1}, {2, 3}, {20, 20}, {7, 31}, {256, 256}, {257, 256}, {300, 250}};
+  const std::pair<std::size_t, std::size_t> sizes[] = {{1, 1},     {2, 3},     {20, 20},  {7, 31},
+                                                       {256, 256}, {257, 256}, {300, 250}};
   for (const auto& size : sizes) {
-    const std::size_t n1 = size.first, n2 = size.second;  // CAPTURE's lambda cannot name a structured binding in clang 14
+    const std::size_t n1 = size.first,
+                      n2 = size.second;  // CAPTURE's lambda cannot name a structured binding in clang 14
     for (int ties = 0; ties < 2; ++ties) {
       std::vector<double> a = rng.times(n1, 10, 0.05), b = rng.times(n2, 9.5, 0.05);
       if (ties)
@@ -65,11 +67,13 @@ TEST_CASE("stats: the shift and interval are the same doubles whether the differ
       const double mid = m % 2 ? kth_log_difference(a, b, (m + 1) / 2)
                                : (kth_log_difference(a, b, m / 2) + kth_log_difference(a, b, m / 2 + 1)) / 2 + 0.0;
       CHECK(std::bit_cast<std::uint64_t>(s.shift) == std::bit_cast<std::uint64_t>(mid));
-      const double c = std::round(static_cast<double>(m) / 2 - 1.96 * std::sqrt(static_cast<double>(m) * (n1 + n2 + 1) / 12));
+      const double c =
+          std::round(static_cast<double>(m) / 2 - 1.96 * std::sqrt(static_cast<double>(m) * (n1 + n2 + 1) / 12));
       if (c >= 1) {
         const auto k = static_cast<std::uint64_t>(c);
         CHECK(std::bit_cast<std::uint64_t>(s.ci.lo) == std::bit_cast<std::uint64_t>(kth_log_difference(a, b, k) + 0.0));
-        CHECK(std::bit_cast<std::uint64_t>(s.ci.hi) == std::bit_cast<std::uint64_t>(kth_log_difference(a, b, m + 1 - k) + 0.0));
+        CHECK(std::bit_cast<std::uint64_t>(s.ci.hi) ==
+              std::bit_cast<std::uint64_t>(kth_log_difference(a, b, m + 1 - k) + 0.0));
       } else {
         CHECK_FALSE(s.ci.bounded());
       }

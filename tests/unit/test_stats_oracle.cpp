@@ -68,12 +68,11 @@ void build_cases(Oracle& o) {
   }
   for (auto [n, conf] : ci_cases) {
     const OrderStatisticCi ci = median_ci_positions(n, conf);
-    o.add(fmt::format("median ci n={} conf={}", n, conf), fmt::format("medianci {} {}", n, conf),
-          [ci](const Row& r) {
-            CHECK(static_cast<double>(ci.lo) == r.at(0));
-            CHECK(static_cast<double>(ci.hi) == r.at(1));
-            CHECK(close(ci.coverage, r.at(2), 1e-9));
-          });
+    o.add(fmt::format("median ci n={} conf={}", n, conf), fmt::format("medianci {} {}", n, conf), [ci](const Row& r) {
+      CHECK(static_cast<double>(ci.lo) == r.at(0));
+      CHECK(static_cast<double>(ci.hi) == r.at(1));
+      CHECK(close(ci.coverage, r.at(2), 1e-9));
+    });
   }
   // R8 quantiles: numpy's 'median_unbiased' method.
   for (int i = 0; i < 20; ++i) {
@@ -91,12 +90,11 @@ void build_cases(Oracle& o) {
     }
     const double conf = i % 3 == 0 ? 0.9 : 0.95;
     const LogShift s = hodges_lehmann_log(a, b, conf);
-    o.add(fmt::format("hl {}+{}", n1, n2), fmt::format("hl {} ", conf) + list(a) + " " + list(b),
-          [s](const Row& r) {
-            CHECK(close(s.shift, r.at(0), 1e-12));
-            CHECK(close(s.ci.lo, r.at(1), 1e-12));
-            CHECK(close(s.ci.hi, r.at(2), 1e-12));
-          });
+    o.add(fmt::format("hl {}+{}", n1, n2), fmt::format("hl {} ", conf) + list(a) + " " + list(b), [s](const Row& r) {
+      CHECK(close(s.shift, r.at(0), 1e-12));
+      CHECK(close(s.ci.lo, r.at(1), 1e-12));
+      CHECK(close(s.ci.hi, r.at(2), 1e-12));
+    });
   }
   // Holm: families with undefined p-values.
   for (int i = 0; i < 10; ++i) {

@@ -19,7 +19,8 @@ using namespace abtrack::stats;
 namespace {
 
 bool has_note(const Comparison& c, const std::string& text) {
-  return std::any_of(c.notes.begin(), c.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  return std::any_of(c.notes.begin(), c.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
 // Round i: A = level_i * spread, B = level_i * ratio_i * spread (the same within-round pattern).
@@ -71,7 +72,8 @@ TEST_CASE("stats: round_series takes mean log samples and the pooled within-invo
   CHECK(s.within_var == doctest::Approx(ss / 5));
   CHECK(s.within_coef == doctest::Approx(((0.5 + 1.0 / 3) + (0.5 + 0.5)) / 2));
   CHECK(s.between_coef == 2);
-  CHECK_THROWS_WITH_AS(round_series({{{1, 0}, {1}}}, w, names), doctest::Contains("round 1: A: sample 2 is 0"), abtrack::Error);
+  CHECK_THROWS_WITH_AS(round_series({{{1, 0}, {1}}}, w, names), doctest::Contains("round 1: A: sample 2 is 0"),
+                       abtrack::Error);
 }
 
 TEST_CASE("stats: invocations that agree let every sample count (basis samples)") {
@@ -199,7 +201,7 @@ TEST_CASE("stats: the sequential interval is the anytime-valid t confidence sequ
     CHECK(t > student_t_quantile(0.975, static_cast<double>(n - 1)));
   }
   CHECK_FALSE(std::isfinite(sequential_t_boundary(2, 0.05)));
-  CHECK(std::isfinite(sequential_t_boundary(3, 0.05)));      // g = 10: from 3 rounds
+  CHECK(std::isfinite(sequential_t_boundary(3, 0.05)));           // g = 10: from 3 rounds
   CHECK_FALSE(std::isfinite(sequential_t_boundary(4, 0.05, 1)));  // g = 1: from 5
   CHECK(std::isfinite(sequential_t_boundary(5, 0.05, 1)));
   const auto rounds = rounds_with({100, 103, 98, 101, 99}, {1.4, 1.41, 1.39, 1.405, 1.395}, {1.0, 1.001});

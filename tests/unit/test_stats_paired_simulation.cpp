@@ -20,11 +20,11 @@ using namespace abtrack::stats;
 namespace {
 
 struct Noise {
-  double sigma_w = 0.03;    // per sample
-  double sigma_b = 0.02;    // per invocation
-  double drift = 0.0002;    // per invocation, on the log scale: +0.4% over 20 invocations
-  double outlier_p = 0.02;  // an invocation 15% slower
-  std::size_t samples = 10; // per invocation
+  double sigma_w = 0.03;     // per sample
+  double sigma_b = 0.02;     // per invocation
+  double drift = 0.0002;     // per invocation, on the log scale: +0.4% over 20 invocations
+  double outlier_p = 0.02;   // an invocation 15% slower
+  std::size_t samples = 10;  // per invocation
 };
 
 struct Machine {
@@ -99,11 +99,13 @@ TEST_CASE("stats: A/A, fixed rounds 2-20, sigma_b from 0 to 3 sigma_w: better/wo
       const double rate = static_cast<double>(wrong) / trials;
       worst = std::max(worst, rate);
       table += fmt::format(" {:.3f}", static_cast<double>(significant) / trials);
-      CHECK_MESSAGE(rate <= 0.055, fmt::format("sigma_b = {} sigma_w, {} rounds: better/worse in {} of {}", ratio_b, n, wrong, trials));
+      CHECK_MESSAGE(rate <= 0.055, fmt::format("sigma_b = {} sigma_w, {} rounds: better/worse in {} of {}", ratio_b, n,
+                                               wrong, trials));
     }
     table += "\n";
   }
-  MESSAGE(fmt::format("A/A fixed: worst better/worse rate {:.4f}; p < 0.05 by sigma_b (rows) and rounds (columns):\n{}", worst, table));
+  MESSAGE(fmt::format("A/A fixed: worst better/worse rate {:.4f}; p < 0.05 by sigma_b (rows) and rounds (columns):\n{}",
+                      worst, table));
 }
 
 TEST_CASE("stats: A/A under rounds: auto (max 20 rounds): better/worse at most alpha") {
@@ -119,7 +121,8 @@ TEST_CASE("stats: A/A under rounds: auto (max 20 rounds): better/worse at most a
       wrong += better_or_worse(r.c);
       rounds += static_cast<double>(r.rounds) / trials;
     }
-    MESSAGE(fmt::format("A/A auto, sigma_b = {} sigma_w: better/worse in {} of {}, mean rounds {:.1f}", ratio_b, wrong, trials, rounds));
+    MESSAGE(fmt::format("A/A auto, sigma_b = {} sigma_w: better/worse in {} of {}, mean rounds {:.1f}", ratio_b, wrong,
+                        trials, rounds));
     CHECK(wrong <= 0.055 * trials);
   }
 }
@@ -156,9 +159,10 @@ TEST_CASE("stats: rounds: auto reaches the fixed design's power with at most 0.6
       auto_right += r.c.verdict == Verdict::worse;
       auto_rounds += static_cast<double>(r.rounds) / trials;
     }
-    report += fmt::format("+{:.0f}%: fixed 10 rounds power {:.3f}, 20 invocations; auto power {:.3f}, {:.1f} invocations ({:.2f}x)\n",
-                          change * 100, static_cast<double>(fixed_right) / trials, static_cast<double>(auto_right) / trials,
-                          2 * auto_rounds, auto_rounds / 10);
+    report += fmt::format(
+        "+{:.0f}%: fixed 10 rounds power {:.3f}, 20 invocations; auto power {:.3f}, {:.1f} invocations ({:.2f}x)\n",
+        change * 100, static_cast<double>(fixed_right) / trials, static_cast<double>(auto_right) / trials,
+        2 * auto_rounds, auto_rounds / 10);
     if (change >= 0.1) {  // where the fixed design has its power
       CHECK(auto_right >= fixed_right - 0.01 * trials);
       CHECK(auto_rounds <= 0.6 * 10);

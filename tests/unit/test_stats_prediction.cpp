@@ -13,11 +13,11 @@ TEST_CASE("stats: prediction vs outcome") {
   CHECK(judge_prediction(p, {-25, -15}) == PredictionOutcome::confirmed);  // bounds inclusive
   CHECK(judge_prediction(p, {-20, -10}) == PredictionOutcome::partly);
   CHECK(judge_prediction(p, {-30, -20}) == PredictionOutcome::partly);
-  CHECK(judge_prediction(p, {-30, -5}) == PredictionOutcome::partly);       // wider than the range
-  CHECK(judge_prediction(p, {-12, -5}) == PredictionOutcome::refuted);      // outside, right sign
-  CHECK(judge_prediction(p, {2, 5}) == PredictionOutcome::refuted);         // opposite sign
+  CHECK(judge_prediction(p, {-30, -5}) == PredictionOutcome::partly);   // wider than the range
+  CHECK(judge_prediction(p, {-12, -5}) == PredictionOutcome::refuted);  // outside, right sign
+  CHECK(judge_prediction(p, {2, 5}) == PredictionOutcome::refuted);     // opposite sign
   CHECK(judge_prediction(p, {-14.9, -14}) == PredictionOutcome::refuted);
-  CHECK(judge_prediction(p, {}) == PredictionOutcome::partly);              // unbounded CI
+  CHECK(judge_prediction(p, {}) == PredictionOutcome::partly);  // unbounded CI
   // A range that straddles 0: the opposite sign refutes even inside the range.
   const Prediction q{-5, {-10, 2}};
   CHECK(judge_prediction(q, {0.5, 1.5}) == PredictionOutcome::refuted);
@@ -32,6 +32,5 @@ TEST_CASE("stats: prediction input errors") {
   CHECK_THROWS_AS(judge_prediction({-18, {-15, -25}}, {-20, -18}), abtrack::Error);
   CHECK_THROWS_AS(judge_prediction({-18, {}}, {-20, -18}), abtrack::Error);
   CHECK_THROWS_AS(judge_prediction({-18, {-25, -15}}, {-10, -20}), abtrack::Error);
-  CHECK_THROWS_AS(judge_prediction({std::numeric_limits<double>::quiet_NaN(), {-25, -15}}, {-20, -18}),
-                  abtrack::Error);
+  CHECK_THROWS_AS(judge_prediction({std::numeric_limits<double>::quiet_NaN(), {-25, -15}}, {-20, -18}), abtrack::Error);
 }

@@ -18,8 +18,8 @@ TEST_CASE("stats: R8 quantiles and the median") {
   CHECK(quantile(std::vector<double>{1, 2, 3, 4, 10}, 0.25) == doctest::Approx(1.6666666666666667));
   CHECK(quantile(x, 0) == 1);
   CHECK(quantile(x, 1) == 4);
-  CHECK(quantile(x, 0.01) == 1);   // h < 1 clamps to x(1)
-  CHECK(quantile(x, 0.99) == 4);   // h > n clamps to x(n)
+  CHECK(quantile(x, 0.01) == 1);  // h < 1 clamps to x(1)
+  CHECK(quantile(x, 0.99) == 4);  // h > n clamps to x(n)
 }
 
 TEST_CASE("stats: median CI positions match statistics.md's worked values") {

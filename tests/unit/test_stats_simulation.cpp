@@ -84,7 +84,7 @@ TEST_CASE("stats: Holm keeps the family-wise rate at or below alpha over 12 iden
     any_verdict += verdict;
   }
   MESSAGE("12 identical cells: some p < 0.05 in " << any_raw << " of " << experiments << " experiments; after Holm "
-                                                   << any_adjusted << "; better/worse verdicts in " << any_verdict);
+                                                  << any_adjusted << "; better/worse verdicts in " << any_verdict);
   CHECK(any_raw > 0.3 * experiments);  // without the correction: about 1 - 0.95^12 = 46%
   // Holm's family-wise rate is <= alpha; allow ~2 binomial standard errors of sampling noise.
   CHECK(any_adjusted <= 0.05 * experiments + 2 * 7);

@@ -22,8 +22,16 @@ TEST_CASE("did_you_mean finds near names only") {
 TEST_CASE("utf8_tail keeps valid text and replaces garbage") {
   CHECK(util::utf8_tail("hello", 3) == "llo");
   CHECK(util::utf8_tail("h\xC3\xA9llo", 5) == "\xC3\xA9llo");
-  CHECK(util::utf8_tail("a\xFF" "b", 10) == "a\xEF\xBF\xBD" "b");
-  CHECK(util::utf8_tail("a\x01" "b", 10) == "a\xEF\xBF\xBD" "b");
+  CHECK(util::utf8_tail("a\xFF"
+                        "b",
+                        10) ==
+        "a\xEF\xBF\xBD"
+        "b");
+  CHECK(util::utf8_tail("a\x01"
+                        "b",
+                        10) ==
+        "a\xEF\xBF\xBD"
+        "b");
 }
 
 TEST_CASE("parse_double takes whole numbers only") {
@@ -40,9 +48,9 @@ TEST_CASE("is_atomic_temp knows write_file_atomic's temp names and nothing else"
   CHECK(util::is_atomic_temp(".AB.md.abtrack-5eed.tmp"));
   CHECK(util::is_atomic_temp("docs/.ab.md.abtrack-0123456789abcdef.tmp"));
   CHECK_FALSE(util::is_atomic_temp("AB.md"));
-  CHECK_FALSE(util::is_atomic_temp(".abtrack-5eed.tmp"));      // no file name before the tag
-  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-.tmp"));    // no number
-  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-5EED.tmp")); // written in lowercase hex
-  CHECK_FALSE(util::is_atomic_temp("AB.md.abtrack-5eed.tmp")); // not hidden
+  CHECK_FALSE(util::is_atomic_temp(".abtrack-5eed.tmp"));        // no file name before the tag
+  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-.tmp"));      // no number
+  CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-5EED.tmp"));  // written in lowercase hex
+  CHECK_FALSE(util::is_atomic_temp("AB.md.abtrack-5eed.tmp"));   // not hidden
   CHECK_FALSE(util::is_atomic_temp(".AB.md.abtrack-5eed.tmpx"));
 }

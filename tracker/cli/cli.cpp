@@ -52,7 +52,8 @@ int abtrack_main(int argc, char** argv) {
   try {
     Args args = parse_args(argc, argv);
     if (args.command == "--version") {
-      if (!args.rest.empty()) throw Error(Exit::usage, fmt::format("--version takes no argument, not '{}'", args.rest.front()));
+      if (!args.rest.empty())
+        throw Error(Exit::usage, fmt::format("--version takes no argument, not '{}'", args.rest.front()));
       fmt::print("abtrack {}\n", version());
       return 0;
     }
@@ -64,13 +65,16 @@ int abtrack_main(int argc, char** argv) {
       util::trace("done");
       return rc;
     }
-    throw Error(Exit::usage, fmt::format("unknown command '{}'{}", args.command, util::suggestion_suffix(args.command, command_names())),
-                "abtrack help lists the commands");
+    throw Error(
+        Exit::usage,
+        fmt::format("unknown command '{}'{}", args.command, util::suggestion_suffix(args.command, command_names())),
+        "abtrack help lists the commands");
   } catch (const Error& e) {
     print_error(e);
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "abtrack: error: internal error: {}\n  hint: please report this with the command you ran\n", e.what());
+    fmt::print(stderr, "abtrack: error: internal error: {}\n  hint: please report this with the command you ran\n",
+               e.what());
     return static_cast<int>(Exit::environment);
   }
 }

@@ -114,7 +114,8 @@ std::string folder_of(const plan::Plan& plan, const std::string& id) { return pl
 // Whether `e` is one of abtrack's own commits, which a bisect does not test: a run, a drop, a
 // bisect step, or any commit that changes only abtrack's data (`data`: records, documents and
 // plots, declared outputs), whose code is its parent's.
-bool abtrack_commit(const experiment::Context& ctx, const gitstore::HistoryEntry& e, const std::vector<std::string>& data) {
+bool abtrack_commit(const experiment::Context& ctx, const gitstore::HistoryEntry& e,
+                    const std::vector<std::string>& data) {
   for (const char* key : {"Abtrack-Run", "Abtrack-Dropped", "Abtrack-Bisect"})
     if (!e.trailer(key).empty()) return true;
   return !e.first_parent.empty() && ctx.repo.same_tree_except(e.commit, e.first_parent, data);
@@ -145,7 +146,8 @@ std::string users_commit(const experiment::Context& ctx, std::string commit, con
 // the same good and bad). A trailing chain of `~N` and `^` steps back over the user's commits
 // (first parent); the rest is resolved by git's rules and, when it names one of abtrack's
 // commits, taken down to the user's commit below it. nullopt when it names no commit.
-std::optional<std::string> resolve_users(const experiment::Context& ctx, const std::string& spec, const std::vector<std::string>& data) {
+std::optional<std::string> resolve_users(const experiment::Context& ctx, const std::string& spec,
+                                         const std::vector<std::string>& data) {
   std::size_t end = spec.size();
   int back = 0;
   while (end > 0) {
@@ -176,13 +178,13 @@ std::optional<std::string> resolve_users(const experiment::Context& ctx, const s
   return at;
 }
 
-
 // ---- the bisect's plan ------------------------------------------------------------------------
 
 // A name for a new revision that none of `taken` is.
 std::string unique_name(std::string name, const std::vector<std::string>& taken) {
   const std::string base = name;
-  for (int i = 2; std::find(taken.begin(), taken.end(), name) != taken.end(); ++i) name = base + "_" + std::to_string(i);
+  for (int i = 2; std::find(taken.begin(), taken.end(), name) != taken.end(); ++i)
+    name = base + "_" + std::to_string(i);
   return name;
 }
 
@@ -243,7 +245,8 @@ plan::Plan bisect_plan(const plan::Plan& user, std::array<std::string, 3>& names
 
 std::string cell_without_rev(const plan::Plan& plan, const plan::Cell& cell) {
   std::vector<std::string> parts;
-  for (std::size_t i = 1; i < plan.axes.size() && i < cell.values.size(); ++i) parts.push_back(plan.axes[i].name + "=" + cell.values[i]);
+  for (std::size_t i = 1; i < plan.axes.size() && i < cell.values.size(); ++i)
+    parts.push_back(plan.axes[i].name + "=" + cell.values[i]);
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
@@ -260,7 +263,8 @@ class Budget {
     if (!m_limit_s) return true;
     const double now = elapsed_s();
     if (now >= *m_limit_s) return false;
-    return m_invocations == 0 || now + m_seconds / static_cast<double>(m_invocations) * static_cast<double>(invocations) <= *m_limit_s;
+    return m_invocations == 0 ||
+           now + m_seconds / static_cast<double>(m_invocations) * static_cast<double>(invocations) <= *m_limit_s;
   }
   void spent(std::size_t invocations, double seconds) {
     m_invocations += invocations;
@@ -296,8 +300,9 @@ int arm_of(const Bisect& b, const record::Record& r) {
 // returns, per complete round (every arm a valid run with samples of the metric), the samples of
 // each arm in the order of `arms`.
 std::vector<std::vector<std::vector<double>>> measure(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b,
-                                                      const std::array<std::string, 3>& commits, const std::vector<std::size_t>& arms,
-                                                      std::size_t n, std::uint64_t seed_offset, Budget& budget, Measured& m) {
+                                                      const std::array<std::string, 3>& commits,
+                                                      const std::vector<std::size_t>& arms, std::size_t n,
+                                                      std::uint64_t seed_offset, Budget& budget, Measured& m) {
   experiment::RevisionRunOptions opts;
   for (std::size_t k = 0; k < 3; ++k) opts.overrides[b.names[k]] = commits[k];
   opts.rounds = static_cast<int>(n);
@@ -313,7 +318,8 @@ std::vector<std::vector<std::vector<double>>> measure(experiment::Context& ctx, 
   quiet.quiet = true;
   TerminalProgress progress(quiet);
   const auto start = Clock::now();
-  experiment::run_revisions(ctx, progress, opts);  // its exit code: a failed or invalid run, judged below from the records
+  experiment::run_revisions(ctx, progress,
+                            opts);  // its exit code: a failed or invalid run, judged below from the records
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   budget.spent(runs.size(), seconds);
   m.invocations += runs.size();
@@ -356,7 +362,9 @@ auto positive_only(const Bisect& b, F f) -> decltype(f()) {
     return f();
   } catch (const Error& e) {
     if (e.code() != Exit::usage || e.diagnostics().empty()) throw;
-    throw Error(Exit::usage, fmt::format("bisect judges {} by the ratios of its samples: {}", b.metric.name, e.diagnostics().front().message),
+    throw Error(Exit::usage,
+                fmt::format("bisect judges {} by the ratios of its samples: {}", b.metric.name,
+                            e.diagnostics().front().message),
                 "bisect a metric whose samples are positive (a time, a rate)");
   }
 }
@@ -386,7 +394,8 @@ std::string describe(const stats::ProbeEstimate& e) {
                       : e.theta_ci.bounded()
                           ? fmt::format("θ {:.2f} [{:.2f}, {:.2f}]", e.theta, e.theta_ci.lo, e.theta_ci.hi)
                           : fmt::format("θ {:.2f} [unbounded]", e.theta);
-  return fmt::format("{} vs good, {}; {}", pct(e.change_pct), e.exact ? std::string("exact") : ci_pct(e.change_ci_pct), theta);
+  return fmt::format("{} vs good, {}; {}", pct(e.change_pct), e.exact ? std::string("exact") : ci_pct(e.change_ci_pct),
+                     theta);
 }
 
 std::string describe(const stats::Comparison& c) {
@@ -411,7 +420,8 @@ double median_of(const Bisect& b, const std::vector<record::Record>& runs, std::
   std::vector<double> x;
   for (const auto& r : runs)
     if (arm_of(b, r) == static_cast<int>(k) && r.data.outcome != runner::Outcome::invalid)
-      if (auto s = r.data.samples.find(b.metric.name); s != r.data.samples.end()) x.insert(x.end(), s->second.begin(), s->second.end());
+      if (auto s = r.data.samples.find(b.metric.name); s != r.data.samples.end())
+        x.insert(x.end(), s->second.begin(), s->second.end());
   if (x.empty()) return std::nan("");
   std::sort(x.begin(), x.end());
   const std::size_t h = x.size() / 2;
@@ -442,8 +452,8 @@ json runs_of(const Bisect& b, const std::vector<record::Record>& runs) {
 
 // Builds revision `name` as `overrides` resolve it (cached by its tree and the build command):
 // the failed build's log (or its reason), or "" when it built.
-std::string build_failure(experiment::Context& ctx, const GlobalOptions& g, const std::map<std::string, std::string>& overrides,
-                          const std::string& name) {
+std::string build_failure(experiment::Context& ctx, const GlobalOptions& g,
+                          const std::map<std::string, std::string>& overrides, const std::string& name) {
   TerminalProgress progress(g);
   auto revisions = experiment::resolve_revisions(ctx, progress, overrides);
   for (auto& r : revisions)
@@ -463,8 +473,8 @@ std::map<std::string, std::string> overrides_of(const Bisect& b, const std::arra
 
 // Step 0: bad against good, rounds added until bad is shown worse beyond min_effect, or not
 // worse, or the rounds (budget) run out. Both are built first; either failing is an error.
-void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
-             Step& s) {
+void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good,
+             const std::string& bad, Budget& budget, Step& s) {
   const std::array<std::string, 3> commits{good, bad, bad};
   for (std::size_t k : {kGood, kBad})
     if (auto failed = build_failure(ctx, g, overrides_of(b, commits), b.names[k]); !failed.empty())
@@ -486,7 +496,8 @@ void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, 
           complete = rounds.size();
           if (!g.quiet && !rounds.empty()) {
             const auto c = stats::compare_paired(rounds, o);
-            info(g, fmt::format("good vs bad: {} after {}", describe(c), amount(rounds.size(), m.invocations, m.seconds)));
+            info(g,
+                 fmt::format("good vs bad: {} after {}", describe(c), amount(rounds.size(), m.invocations, m.seconds)));
           }
           return true;
         },
@@ -495,13 +506,16 @@ void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, 
   s.runs = runs_of(b, m.runs);
   if (result.stop == stats::StopReason::no_rounds || result.batches == 0) {
     s.like = Like::undecided;
-    s.line = result.batches == 0 ? fmt::format("not measured: the budget ({}) was spent", b.budget_text)
-                                 : fmt::format("no round measured both: {}", m.invalid.empty() ? "no valid run" : m.invalid);
+    s.line = result.batches == 0
+                 ? fmt::format("not measured: the budget ({}) was spent", b.budget_text)
+                 : fmt::format("no round measured both: {}", m.invalid.empty() ? "no valid run" : m.invalid);
     return;
   }
   const stats::Comparison& c = result.estimate;
   const auto conclusion = stats::confirm_regression(c);
-  s.like = conclusion == stats::Confirmation::worse ? Like::bad : conclusion == stats::Confirmation::not_worse ? Like::good : Like::undecided;
+  s.like = conclusion == stats::Confirmation::worse       ? Like::bad
+           : conclusion == stats::Confirmation::not_worse ? Like::good
+                                                          : Like::undecided;
   const std::size_t rounds = c.pairs, set_aside = complete - std::min(complete, rounds);
   s.summary = {{"metric", b.metric.name},
                {"unit", b.metric.unit},
@@ -521,21 +535,23 @@ void confirm(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, 
                {"invocations", m.invocations},
                {"seconds", m.seconds},
                {"stop", std::string(to_string(result.stop))}};
-  const std::string what = conclusion == stats::Confirmation::worse ? "worse"
-                           : conclusion == stats::Confirmation::not_worse
-                               ? fmt::format("not worse (within min_effect {}% or better)", util::format_number(b.min_effect_pct))
-                               : result.stop == stats::StopReason::budget ? "undecided (the budget is spent)"
-                                                                          : "undecided (--max-rounds reached)";
-  s.line = fmt::format("{} {}, {}, {}{}", pct(c.delta_pct), what, c.exact ? std::string("exact") : ci_pct(c.delta_ci_pct),
-                       amount(rounds, m.invocations, m.seconds), set_aside_text(set_aside));
+  const std::string what =
+      conclusion == stats::Confirmation::worse ? "worse"
+      : conclusion == stats::Confirmation::not_worse
+          ? fmt::format("not worse (within min_effect {}% or better)", util::format_number(b.min_effect_pct))
+      : result.stop == stats::StopReason::budget ? "undecided (the budget is spent)"
+                                                 : "undecided (--max-rounds reached)";
+  s.line =
+      fmt::format("{} {}, {}, {}{}", pct(c.delta_pct), what, c.exact ? std::string("exact") : ci_pct(c.delta_ci_pct),
+                  amount(rounds, m.invocations, m.seconds), set_aside_text(set_aside));
 }
 
 // A later step: builds `s.commit` first (one that does not build is skipped at once, nothing
 // measured), then measures it against good and bad in the same rounds, rounds added until it lies
 // on one side of their midpoint (like good, like bad) or the rounds (budget) run out (undecided).
 // A step whose runs give no complete round is skipped.
-void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good, const std::string& bad, Budget& budget,
-           Step& s) {
+void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, const std::string& good,
+           const std::string& bad, Budget& budget, Step& s) {
   const std::array<std::string, 3> commits{good, s.commit, bad};
   if (auto failed = build_failure(ctx, g, overrides_of(b, commits), b.names[kTested]); !failed.empty()) {
     s.like = Like::skip;
@@ -549,15 +565,19 @@ void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, co
           if (!budget.allows(3 * n)) return false;
           std::vector<std::size_t> arms;
           for (auto a : stats::probe_order(batch)) arms.push_back(static_cast<std::size_t>(a));
-          for (auto& r : measure(ctx, g, b, commits, arms, n, static_cast<std::uint64_t>(s.number) * 1000 + batch, budget, m)) {
+          for (auto& r :
+               measure(ctx, g, b, commits, arms, n, static_cast<std::uint64_t>(s.number) * 1000 + batch, budget, m)) {
             stats::ProbeRound p;
-            for (std::size_t i = 0; i < 3; ++i) (arms[i] == kGood ? p.good : arms[i] == kTested ? p.tested : p.bad) = std::move(r[i]);
+            for (std::size_t i = 0; i < 3; ++i)
+              (arms[i] == kGood ? p.good : arms[i] == kTested ? p.tested : p.bad) = std::move(r[i]);
             rounds.push_back(std::move(p));
           }
           if (!g.quiet && !rounds.empty()) {
             const auto e = stats::classify_probe(rounds, b.better, b.alpha_step);
-            info(g, fmt::format("{}: {} after {}: {}", short_id(s.commit), describe(e), amount(rounds.size(), m.invocations, m.seconds),
-                                e.side == stats::Side::undecided ? "measuring on" : "like " + std::string(stats::to_string(e.side))));
+            info(g, fmt::format("{}: {} after {}: {}", short_id(s.commit), describe(e),
+                                amount(rounds.size(), m.invocations, m.seconds),
+                                e.side == stats::Side::undecided ? "measuring on"
+                                                                 : "like " + std::string(stats::to_string(e.side))));
           }
           return true;
         },
@@ -566,7 +586,8 @@ void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, co
   s.runs = runs_of(b, m.runs);
   if (result.stop == stats::StopReason::no_rounds) {
     s.like = Like::skip;
-    s.line = "skipped: no round measured all three (" + (m.invalid.empty() ? std::string("no valid run") : m.invalid) + ")";
+    s.line =
+        "skipped: no round measured all three (" + (m.invalid.empty() ? std::string("no valid run") : m.invalid) + ")";
     return;
   }
   const stats::ProbeEstimate& e = result.estimate;
@@ -599,8 +620,8 @@ void probe(experiment::Context& ctx, const GlobalOptions& g, const Bisect& b, co
                           : result.stop == stats::StopReason::budget
                               ? " (the budget is spent)"
                               : fmt::format(" (--max-rounds {} reached; {})", b.max_rounds, e.why);
-  s.line = fmt::format("{}: {}; {}{}{}", stats::to_string(e.side), describe(e), amount(e.rounds, m.invocations, m.seconds),
-                       set_aside_text(e.set_aside), why);
+  s.line = fmt::format("{}: {}; {}{}{}", stats::to_string(e.side), describe(e),
+                       amount(e.rounds, m.invocations, m.seconds), set_aside_text(e.set_aside), why);
 }
 
 // ---- the search ---------------------------------------------------------------------------
@@ -675,7 +696,8 @@ State parse_state(const std::string& text, const std::string& file) {
       step.line = s.at("line").get<std::string>();
       step.summary = s.value("summary", json(nullptr));
       step.runs = s.value("runs", json::array());
-      if (step.number != static_cast<int>(st.steps.size()) || step.index < 0 || step.index >= static_cast<std::ptrdiff_t>(st.path.size()) ||
+      if (step.number != static_cast<int>(st.steps.size()) || step.index < 0 ||
+          step.index >= static_cast<std::ptrdiff_t>(st.path.size()) ||
           st.path[static_cast<std::size_t>(step.index)] != step.commit)
         throw Error(Exit::environment, fmt::format("step {} does not fit the path", step.number));
       st.steps.push_back(std::move(step));
@@ -696,7 +718,8 @@ std::string step_line(const gitstore::Repository& repo, const State& st, const S
 // "12 rounds (36 invocations, 8.1 s)" from a step's summary.
 std::string amount_of(const json& summary) {
   if (!summary.is_object()) return "0 rounds";
-  return amount(summary.value("rounds", std::size_t{0}), summary.value("invocations", std::size_t{0}), summary.value("seconds", 0.0));
+  return amount(summary.value("rounds", std::size_t{0}), summary.value("invocations", std::size_t{0}),
+                summary.value("seconds", 0.0));
 }
 
 std::string ci_of(const json& summary, const char* key) {
@@ -713,19 +736,22 @@ std::vector<std::string> result_lines(const gitstore::Repository& repo, const St
   if (st.status == "unconfirmed") {
     const json& m = st.steps.front().summary;
     const bool measured = m.is_object() && m["delta_pct"].is_number();
-    return {fmt::format("could not confirm that bad {} is worse than good {} on {} after {}{}", short_id(st.bad), short_id(st.good),
-                        b.metric.name, amount_of(m),
-                        measured ? fmt::format(": the change is {} {}", pct(m["delta_pct"].get<double>()), ci_of(m, "delta_pct_ci")) : "")};
+    return {fmt::format(
+        "could not confirm that bad {} is worse than good {} on {} after {}{}", short_id(st.bad), short_id(st.good),
+        b.metric.name, amount_of(m),
+        measured ? fmt::format(": the change is {} {}", pct(m["delta_pct"].get<double>()), ci_of(m, "delta_pct_ci"))
+                 : "")};
   }
   const stats::BisectSearch search = search_of(st);
   if (st.status == "undecided") {
     const Step& last = st.steps.back();
     const std::string from = search.lo < 0 ? st.good : st.path[static_cast<std::size_t>(search.lo)];
     const std::string to = st.path[static_cast<std::size_t>(search.hi)];
-    return {fmt::format("undecided between {} and {}: the first bad commit is after the first and at or before the second",
-                        named(repo, from), named(repo, to)),
-            fmt::format("step {} could not place {} on either side of the midpoint of good and bad after {}", last.number,
-                        short_id(last.commit), amount_of(last.summary))};
+    return {
+        fmt::format("undecided between {} and {}: the first bad commit is after the first and at or before the second",
+                    named(repo, from), named(repo, to)),
+        fmt::format("step {} could not place {} on either side of the midpoint of good and bad after {}", last.number,
+                    short_id(last.commit), amount_of(last.summary))};
   }
   if (search.found()) {
     const auto& c = st.path[static_cast<std::size_t>(search.hi)];
@@ -741,22 +767,26 @@ std::vector<std::string> result_lines(const gitstore::Repository& repo, const St
 
 std::string options_text(const Bisect& b) {
   return fmt::format("at most {} rounds a step{}, alpha {} ({} a step), min_effect {}%", b.max_rounds,
-                     b.budget_s ? ", budget " + b.budget_text : "", util::format_number(b.alpha), util::format_number(b.alpha_step),
-                     util::format_number(b.min_effect_pct));
+                     b.budget_s ? ", budget " + b.budget_text : "", util::format_number(b.alpha),
+                     util::format_number(b.alpha_step), util::format_number(b.min_effect_pct));
 }
 
 // The log for people, like `git bisect log`: what was bisected, each step with its measurement
 // and judgement, and the result.
 std::string log_text(const gitstore::Repository& repo, const State& st, const Bisect& b) {
-  std::string out = fmt::format("# abtrack bisect {} of experiment {} ({})\n", st.id, b.plan.experiment, folder_of(b.plan, st.id));
+  std::string out =
+      fmt::format("# abtrack bisect {} of experiment {} ({})\n", st.id, b.plan.experiment, folder_of(b.plan, st.id));
   out += fmt::format("# good: {} {} (--good {})\n", st.good, repo.subject(st.good), st.good_spec);
   out += fmt::format("# bad:  {} {} (--bad {})\n", st.bad, repo.subject(st.bad), st.bad_spec);
-  out += fmt::format("# metric {} (better {}), cell {}\n", b.metric.name, b.metric.better == plan::Better::higher ? "higher" : "lower",
+  out += fmt::format("# metric {} (better {}), cell {}\n", b.metric.name,
+                     b.metric.better == plan::Better::higher ? "higher" : "lower",
                      b.cell_text.empty() ? "(rev only)" : b.cell_text);
   out += fmt::format("# {}\n", options_text(b));
-  out += fmt::format("# revisions {}, {} and {} play good, the commit tested and bad\n", b.names[kGood], b.names[kTested], b.names[kBad]);
-  out += fmt::format("# {} commit{} of yours from good to bad{}\n", st.path.size(), st.path.size() == 1 ? "" : "s",
-                     st.left_out ? fmt::format(" ({} commit{} of abtrack's left out)", st.left_out, st.left_out == 1 ? "" : "s") : "");
+  out += fmt::format("# revisions {}, {} and {} play good, the commit tested and bad\n", b.names[kGood],
+                     b.names[kTested], b.names[kBad]);
+  out += fmt::format(
+      "# {} commit{} of yours from good to bad{}\n", st.path.size(), st.path.size() == 1 ? "" : "s",
+      st.left_out ? fmt::format(" ({} commit{} of abtrack's left out)", st.left_out, st.left_out == 1 ? "" : "s") : "");
   for (const auto& s : st.steps) {
     out += "\n";
     out += s.number == 0 ? fmt::format("step 0 good vs bad {}\n", named(repo, s.commit))
@@ -767,9 +797,10 @@ std::string log_text(const gitstore::Repository& repo, const State& st, const Bi
         return m.contains(key) && m[key].is_number() ? util::format_number(m[key].get<double>()) : std::string("-");
       };
       const std::string unit = m.value("unit", "").empty() ? "" : " " + m.value("unit", "");
-      out += s.number == 0 ? fmt::format("  median good {}{}, bad {}{}\n", val("median_good"), unit, val("median_bad"), unit)
-                           : fmt::format("  median good {}{}, tested {}{}, bad {}{}\n", val("median_good"), unit, val("median_tested"), unit,
-                                         val("median_bad"), unit);
+      out += s.number == 0
+                 ? fmt::format("  median good {}{}, bad {}{}\n", val("median_good"), unit, val("median_bad"), unit)
+                 : fmt::format("  median good {}{}, tested {}{}, bad {}{}\n", val("median_good"), unit,
+                               val("median_tested"), unit, val("median_bad"), unit);
     }
     out += "  " + s.line + "\n";
     out += fmt::format("  judged: {}\n", to_string(s.like));
@@ -796,12 +827,13 @@ void commit_state(experiment::Context& ctx, const State& st, const Bisect& b, co
     if (auto have = tip.read(state_file)) before = parse_state(*have, state_file).steps.size();
     if (before != st.steps.size() - 1)
       throw Error(Exit::environment,
-                  fmt::format("{} changed while step {} was measured (another abtrack bisect with the same arguments?)", state_file,
-                              last.number),
+                  fmt::format("{} changed while step {} was measured (another abtrack bisect with the same arguments?)",
+                              state_file, last.number),
                   "run the bisect again: it resumes from the last step committed");
     gitstore::Change change;
-    change.message = fmt::format("abtrack({}): bisect {} step {}: {}\n\n{}\n\nAbtrack-Experiment: {}\nAbtrack-Bisect: {}\nAbtrack-Bisect-Step: {}\n",
-                                 b.plan.experiment, st.id, last.number, subject, last.line, b.plan.experiment, st.id, last.number);
+    change.message = fmt::format(
+        "abtrack({}): bisect {} step {}: {}\n\n{}\n\nAbtrack-Experiment: {}\nAbtrack-Bisect: {}\nAbtrack-Bisect-Step: {}\n",
+        b.plan.experiment, st.id, last.number, subject, last.line, b.plan.experiment, st.id, last.number);
     change.files.emplace_back(folder + "/log", log);
     change.files.emplace_back(state_file, text);
     return change;
@@ -831,13 +863,15 @@ int cmd_bisect(const Args& args) {
     } else if (auto v4 = take_value(args.rest, i, "--max-rounds")) {
       auto n = util::parse_double(*v4);
       if (!n || *n < 2 || *n > 10000 || std::floor(*n) != *n)
-        throw Error(Exit::usage, fmt::format("--max-rounds must be a whole number from 2 to 10000, not '{}'", *v4),
-                    "the most rounds a step measures before it gives up (default 128); one round cannot tell a change from noise");
+        throw Error(
+            Exit::usage, fmt::format("--max-rounds must be a whole number from 2 to 10000, not '{}'", *v4),
+            "the most rounds a step measures before it gives up (default 128); one round cannot tell a change from noise");
       max_rounds = static_cast<int>(*n);
     } else if (auto v4r = take_value(args.rest, i, "--rounds")) {
       auto n = util::parse_double(*v4r);
       if (!n || *n < 2 || *n > 10000 || std::floor(*n) != *n)
-        throw Error(Exit::usage, fmt::format("--rounds (now --max-rounds) must be a whole number from 2 to 10000, not '{}'", *v4r),
+        throw Error(Exit::usage,
+                    fmt::format("--rounds (now --max-rounds) must be a whole number from 2 to 10000, not '{}'", *v4r),
                     "the most rounds a step measures before it gives up (default 128)");
       warn("--rounds is now --max-rounds: the most rounds a step measures (it stops as soon as it is decided)");
       max_rounds = static_cast<int>(*n);
@@ -856,7 +890,8 @@ int cmd_bisect(const Args& args) {
       min_effect = *p;
     } else if (auto v7 = take_value(args.rest, i, "--seed")) {
       auto n = util::parse_double(*v7);
-      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15) throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v7));
+      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15)
+        throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v7));
       seed = static_cast<std::uint64_t>(*n);
     } else {
       unknown_argument("bisect", args.rest[i],
@@ -864,12 +899,14 @@ int cmd_bisect(const Args& args) {
     }
   }
   if (!good_spec || !bad_spec)
-    throw Error(Exit::usage, "bisect needs --good REV and --bad REV", "e.g. abtrack bisect --good v1.2 --bad main --cell batch=64");
+    throw Error(Exit::usage, "bisect needs --good REV and --bad REV",
+                "e.g. abtrack bisect --good v1.2 --bad main --cell batch=64");
   util::install_interrupt_handlers();
   TerminalProgress progress(args.global);
   experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   if (ctx.plan.executor == plan::ExecutorKind::slurm)
-    throw Error(Exit::usage, "bisect measures its rounds here, interleaved; a plan with executor: slurm cannot interleave them",
+    throw Error(Exit::usage,
+                "bisect measures its rounds here, interleaved; a plan with executor: slurm cannot interleave them",
                 "bisect with a copy of the plan without executor: slurm (abtrack -p COPY bisect ...)");
 
   Bisect b;
@@ -888,7 +925,9 @@ int cmd_bisect(const Args& args) {
     std::vector<std::string> names;
     for (const auto& m : plan.metrics) names.push_back(m.name);
     if (!metric)
-      throw Error(Exit::usage, fmt::format("--metric: the plan has no metric '{}'{}", *metric_name, util::suggestion_suffix(*metric_name, names)),
+      throw Error(Exit::usage,
+                  fmt::format("--metric: the plan has no metric '{}'{}", *metric_name,
+                              util::suggestion_suffix(*metric_name, names)),
                   fmt::format("the plan's metrics: {}", fmt::join(names, ", ")));
     if (metric->better == plan::Better::none)
       throw Error(Exit::usage, fmt::format("--metric {}: the metric has no better:, so nothing is worse", *metric_name),
@@ -908,14 +947,16 @@ int cmd_bisect(const Args& args) {
   std::string rest = cell_spec.value_or("");
   for (const auto& part : util::split(rest, ','))
     if (util::trim(part.substr(0, part.find('='))) == plan::kRevAxis)
-      throw Error(Exit::usage, "--cell names the cell without rev: bisect sets rev itself (good, the commit tested and bad)",
+      throw Error(Exit::usage,
+                  "--cell names the cell without rev: bisect sets rev itself (good, the commit tested and bad)",
                   fmt::format("drop rev= from --cell '{}'", rest));
   const auto cells = plan.cells();
   if (cell_spec) {
     for (std::size_t k = 0; k < 3; ++k) {
       auto c = plan.parse_cell(fmt::format("{}={}{}{}", plan::kRevAxis, b.names[k], rest.empty() ? "" : ",", rest));
       if (std::find(cells.begin(), cells.end(), c) == cells.end())
-        throw Error(Exit::usage, fmt::format("the cell {} is excluded by the plan", ctx.plan.revisions.empty() ? rest : plan.label(c)));
+        throw Error(Exit::usage, fmt::format("the cell {} is excluded by the plan",
+                                             ctx.plan.revisions.empty() ? rest : plan.label(c)));
       b.cells[k] = c;
     }
   } else {
@@ -924,12 +965,15 @@ int cmd_bisect(const Args& args) {
       std::vector<std::string> axes;
       for (std::size_t i = 1; i < plan.axes.size(); ++i) axes.push_back(plan.axes[i].name + "=...");
       throw Error(Exit::usage,
-                  fmt::format("bisect needs --cell: the plan has {} cells{}; name one, a value for every axis{}", groups.size(),
-                              ctx.plan.revisions.empty() ? "" : " for each revision", ctx.plan.revisions.empty() ? "" : " but rev"),
-                  fmt::format("e.g. --cell {}", groups.empty() ? fmt::format("{}", fmt::join(axes, ",")) : cell_without_rev(plan, groups.front().front())));
+                  fmt::format("bisect needs --cell: the plan has {} cells{}; name one, a value for every axis{}",
+                              groups.size(), ctx.plan.revisions.empty() ? "" : " for each revision",
+                              ctx.plan.revisions.empty() ? "" : " but rev"),
+                  fmt::format("e.g. --cell {}", groups.empty() ? fmt::format("{}", fmt::join(axes, ","))
+                                                               : cell_without_rev(plan, groups.front().front())));
     }
     for (std::size_t k = 0; k < 3; ++k) {
-      auto found = std::find_if(groups.front().begin(), groups.front().end(), [&](const plan::Cell& c) { return c.values.front() == b.names[k]; });
+      auto found = std::find_if(groups.front().begin(), groups.front().end(),
+                                [&](const plan::Cell& c) { return c.values.front() == b.names[k]; });
       if (found == groups.front().end())
         throw Error(Exit::usage, fmt::format("the plan's cell for revision {} is excluded by the plan", b.names[k]));
       b.cells[k] = *found;
@@ -942,25 +986,32 @@ int cmd_bisect(const Args& args) {
   auto good_found = resolve_users(ctx, *good_spec, data);
   auto bad_found = resolve_users(ctx, *bad_spec, data);
   if (!good_found || !bad_found) {
-    std::string which = !good_found && !bad_found ? fmt::format("--good '{}' and --bad '{}' name", *good_spec, *bad_spec)
-                        : !good_found             ? fmt::format("--good '{}' names", *good_spec)
-                                                  : fmt::format("--bad '{}' names", *bad_spec);
+    std::string which = !good_found && !bad_found
+                            ? fmt::format("--good '{}' and --bad '{}' name", *good_spec, *bad_spec)
+                        : !good_found ? fmt::format("--good '{}' names", *good_spec)
+                                      : fmt::format("--bad '{}' names", *bad_spec);
     throw Error(Exit::usage, which + " no commit", "give a branch, tag, commit id or HEAD~N");
   }
   const std::string good = *good_found, bad = *bad_found;
-  for (const auto& [option, spec, commit] : {std::tuple{"--good", *good_spec, good}, std::tuple{"--bad", *bad_spec, bad}})
+  for (const auto& [option, spec, commit] :
+       {std::tuple{"--good", *good_spec, good}, std::tuple{"--bad", *bad_spec, bad}})
     if (auto plain = ctx.repo.resolve(spec); plain != commit)
-      info(args.global, fmt::format("{} {} is your commit {} (abtrack's own commits are not counted)", option, spec, named(ctx.repo, commit)));
-  if (good == bad) throw Error(Exit::usage, fmt::format("--good and --bad are the same commit of yours, {}", short_id(good)));
+      info(args.global, fmt::format("{} {} is your commit {} (abtrack's own commits are not counted)", option, spec,
+                                    named(ctx.repo, commit)));
+  if (good == bad)
+    throw Error(Exit::usage, fmt::format("--good and --bad are the same commit of yours, {}", short_id(good)));
   auto full_path = ctx.repo.first_parent_path(good, bad);
   if (!full_path)
-    throw Error(Exit::usage, fmt::format("--good {} ({}) is not a first-parent ancestor of --bad {} ({})", *good_spec, short_id(good), *bad_spec, short_id(bad)),
+    throw Error(Exit::usage,
+                fmt::format("--good {} ({}) is not a first-parent ancestor of --bad {} ({})", *good_spec,
+                            short_id(good), *bad_spec, short_id(bad)),
                 "bisect searches the first-parent history from good to bad: good must come before bad on it");
 
   State st;
   st.id = fmt::format("{}-{}-{}", short_id(good), short_id(bad),
-                      util::sha256_hex(fmt::format("{}\n{}\n{}\n{}\nmax_rounds {}\nbudget {}\nmin_effect {}", good, bad, plan.label(b.cells[kGood]),
-                                                   b.metric.name, b.max_rounds, b.budget_s ? util::format_number(*b.budget_s) : "none",
+                      util::sha256_hex(fmt::format("{}\n{}\n{}\n{}\nmax_rounds {}\nbudget {}\nmin_effect {}", good, bad,
+                                                   plan.label(b.cells[kGood]), b.metric.name, b.max_rounds,
+                                                   b.budget_s ? util::format_number(*b.budget_s) : "none",
                                                    util::format_number(b.min_effect_pct)))
                           .substr(0, 6));
   const std::string folder = folder_of(plan, st.id);
@@ -969,7 +1020,8 @@ int cmd_bisect(const Args& args) {
   if (committed) {
     State before = parse_state(*committed, state_file);
     st.good_spec = before.good_spec, st.bad_spec = before.bad_spec;
-    st.path = std::move(before.path), st.left_out = before.left_out, st.status = before.status, st.steps = std::move(before.steps);
+    st.path = std::move(before.path), st.left_out = before.left_out, st.status = before.status,
+    st.steps = std::move(before.steps);
     st.plan_sha256 = before.plan_sha256;
   } else {
     st.good_spec = *good_spec, st.bad_spec = *bad_spec;
@@ -1005,20 +1057,27 @@ int cmd_bisect(const Args& args) {
     return finish();
   }
   if (committed) {
-    info(args.global, fmt::format("resuming bisect {} after its step {} (its log: {}/log)", st.id, st.steps.back().number, folder));
-    if (st.plan_sha256 != plan.sha256)
-      warn(fmt::format("{} changed since the steps before were measured: the steps to come measure with the plan as it is now ({})",
-                       ctx.plan_name, again));
-  } else {
     info(args.global,
-         fmt::format("bisect {}: good {} vs bad {}, {} on {}; {} commits of yours between them{}; {}; each step is committed to {}/", st.id,
-                     named(ctx.repo, good), named(ctx.repo, bad), b.metric.name, b.cell_text.empty() ? "the plan's cell" : b.cell_text,
-                     st.path.size(), st.left_out ? fmt::format(" ({} of abtrack's left out)", st.left_out) : "", options_text(b), folder));
+         fmt::format("resuming bisect {} after its step {} (its log: {}/log)", st.id, st.steps.back().number, folder));
+    if (st.plan_sha256 != plan.sha256)
+      warn(fmt::format(
+          "{} changed since the steps before were measured: the steps to come measure with the plan as it is now ({})",
+          ctx.plan_name, again));
+  } else {
+    info(
+        args.global,
+        fmt::format(
+            "bisect {}: good {} vs bad {}, {} on {}; {} commits of yours between them{}; {}; each step is committed to {}/",
+            st.id, named(ctx.repo, good), named(ctx.repo, bad), b.metric.name,
+            b.cell_text.empty() ? "the plan's cell" : b.cell_text, st.path.size(),
+            st.left_out ? fmt::format(" ({} of abtrack's left out)", st.left_out) : "", options_text(b), folder));
   }
-  if (const auto first = stats::sequential_first_look(b.alpha_step, stats::bisect_prior_g); static_cast<std::size_t>(b.max_rounds) < first)
-    warn(fmt::format("--max-rounds {}: at alpha {} a step needs {} rounds before its interval can decide; only a metric without "
-                     "noise can be bisected with fewer",
-                     b.max_rounds, util::format_number(b.alpha_step), first));
+  if (const auto first = stats::sequential_first_look(b.alpha_step, stats::bisect_prior_g);
+      static_cast<std::size_t>(b.max_rounds) < first)
+    warn(fmt::format(
+        "--max-rounds {}: at alpha {} a step needs {} rounds before its interval can decide; only a metric without "
+        "noise can be bisected with fewer",
+        b.max_rounds, util::format_number(b.alpha_step), first));
 
   experiment::preflight(ctx, progress);
   experiment::recover_journal(ctx, progress);  // with the user's plan: what a killed `run` left is the plan's
@@ -1031,7 +1090,8 @@ int cmd_bisect(const Args& args) {
     return Error(Exit::interrupted,
                  fmt::format("interrupted while measuring step {}; {}", step,
                              st.steps.empty() ? "nothing of this bisect was committed"
-                                              : fmt::format("its steps up to {} are committed ({}/log)", st.steps.back().number, folder)),
+                                              : fmt::format("its steps up to {} are committed ({}/log)",
+                                                            st.steps.back().number, folder)),
                  "run the same abtrack bisect command again to resume");
   };
 
@@ -1058,15 +1118,18 @@ int cmd_bisect(const Args& args) {
     fmt::print("{}\n", step_line(ctx.repo, st, s, 0));
     std::fflush(stdout);
     if (s.like == Like::good)
-      throw Error(Exit::run_failed,
-                  fmt::format("bad is not worse than good on {} beyond min_effect ({}%): nothing to bisect (committed to {}/log)",
-                              b.metric.name, util::format_number(b.min_effect_pct), folder),
-                  "check --good, --bad and --metric; --min-effect sets how large a change counts");
+      throw Error(
+          Exit::run_failed,
+          fmt::format(
+              "bad is not worse than good on {} beyond min_effect ({}%): nothing to bisect (committed to {}/log)",
+              b.metric.name, util::format_number(b.min_effect_pct), folder),
+          "check --good, --bad and --metric; --min-effect sets how large a change counts");
     if (s.like != Like::bad)
-      throw Error(Exit::run_failed, fmt::format("{} (committed to {}/log)", result_lines(ctx.repo, st, b).front(), folder),
-                  fmt::format("measure more (--max-rounds, now {}; --budget), or check --good and --bad; a change within "
-                              "--min-effect ({}%) does not count",
-                              b.max_rounds, util::format_number(b.min_effect_pct)));
+      throw Error(
+          Exit::run_failed, fmt::format("{} (committed to {}/log)", result_lines(ctx.repo, st, b).front(), folder),
+          fmt::format("measure more (--max-rounds, now {}; --budget), or check --good and --bad; a change within "
+                      "--min-effect ({}%) does not count",
+                      b.max_rounds, util::format_number(b.min_effect_pct)));
   }
 
   // The steps: each one commit.
@@ -1076,7 +1139,8 @@ int cmd_bisect(const Args& args) {
     s.index = *pick;
     s.commit = st.path[static_cast<std::size_t>(*pick)];
     const int total = total_of(s.number);
-    info(args.global, fmt::format("step {}/{}: measuring {} against good and bad", s.number, total, named(ctx.repo, s.commit)));
+    info(args.global,
+         fmt::format("step {}/{}: measuring {} against good and bad", s.number, total, named(ctx.repo, s.commit)));
     try {
       probe(ctx, args.global, b, good, bad, budget, s);
     } catch (const Error& e) {
@@ -1087,9 +1151,11 @@ int cmd_bisect(const Args& args) {
     st.steps.push_back(s);
     if (s.like == Like::undecided) st.status = "undecided";
     else if (!search.pick()) st.status = search.found() ? "found" : "range";
-    commit_state(ctx, st, b, fmt::format("{} {}", short_id(s.commit), s.like == Like::skip        ? "skipped"
-                                                           : s.like == Like::undecided ? "undecided"
-                                                                                       : "like " + std::string(to_string(s.like))));
+    commit_state(ctx, st, b,
+                 fmt::format("{} {}", short_id(s.commit),
+                             s.like == Like::skip        ? "skipped"
+                             : s.like == Like::undecided ? "undecided"
+                                                         : "like " + std::string(to_string(s.like))));
     fmt::print("{}\n", step_line(ctx.repo, st, s, total));
     std::fflush(stdout);
     if (s.like == Like::undecided) break;

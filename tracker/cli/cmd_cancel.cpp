@@ -21,7 +21,8 @@ int cmd_cancel(const Args& args) {
   }
   // Cancelled tasks become invalid runs once Slurm has ended them (SIGTERM, then KillWait).
   auto r = experiment::collect_submissions(ctx, progress, 60);
-  if (r.waiting > 0) info(args.global, fmt::format("{} task(s) still ending; `abtrack collect` commits them", r.waiting));
+  if (r.waiting > 0)
+    info(args.global, fmt::format("{} task(s) still ending; `abtrack collect` commits them", r.waiting));
   return 0;
 }
 

@@ -101,7 +101,8 @@ std::string median_of(const CellRuns* c, const std::string& metric) {
 
 // Display width of UTF-8 text (code points; the table's text has no wide characters).
 std::size_t width(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
 }
 
 std::string table(const std::vector<std::vector<std::string>>& rows, std::size_t right_from, std::size_t right_to,
@@ -152,11 +153,12 @@ int cmd_check(const Args& args) {
         throw Error(Exit::usage, fmt::format("--min-effect '{}' is not a percentage from 0% to below 100%", *v),
                     "abtrack check --history --min-effect 2% (changes within ±2% count as the same)");
       min_effect = *pct;
-    }
-    else if (auto v = take_value(args.rest, i, "--format")) {
+    } else if (auto v = take_value(args.rest, i, "--format")) {
       if (*v == "text") format = Format::text;
       else if (*v == "md") format = Format::md;
-      else throw Error(Exit::usage, fmt::format("--format '{}' is not text or md", *v), "abtrack check --format md (a pull-request comment) or --format text");
+      else
+        throw Error(Exit::usage, fmt::format("--format '{}' is not text or md", *v),
+                    "abtrack check --format md (a pull-request comment) or --format text");
     } else unknown_argument("check", a, {"--format", "--history", "--min-effect"});
   }
   TerminalProgress progress(args.global);
@@ -257,7 +259,9 @@ int cmd_check(const Args& args) {
   }
 
   std::string title;
-  if (history) title = fmt::format("abtrack check --history: {}, each cell's newest code against its earlier code", plan.experiment);
+  if (history)
+    title =
+        fmt::format("abtrack check --history: {}, each cell's newest code against its earlier code", plan.experiment);
   else if (plan.baseline) {
     std::vector<std::string> parts;
     for (const auto& [axis, value] : *plan.baseline) parts.push_back(axis + "=" + value);
@@ -281,8 +285,9 @@ int cmd_check(const Args& args) {
       nothing = "no cell has runs on earlier code";
       advice = "--history compares a cell's newest code with the code it ran on before";
     } else if (!pending_baselines.empty())
-      nothing = fmt::format("the baseline {} no runs", pending_baselines.size() == 1 ? pending_baselines.front() + " has"
-                                                                                    : fmt::format("{} have", fmt::join(pending_baselines, ", ")));
+      nothing = fmt::format("the baseline {} no runs",
+                            pending_baselines.size() == 1 ? pending_baselines.front() + " has"
+                                                          : fmt::format("{} have", fmt::join(pending_baselines, ", ")));
     else {
       nothing = "no cell but the baseline has a run to compare";
       advice = "measure the cells that differ from the baseline: abtrack run";
@@ -308,7 +313,8 @@ int cmd_check(const Args& args) {
   if (failing) return static_cast<int>(Exit::run_failed);
   if (!nothing.empty()) {
     std::fflush(stdout);
-    warn(fmt::format("nothing was compared ({}): exit {}; {}", nothing, static_cast<int>(Exit::nothing_compared), advice));
+    warn(fmt::format("nothing was compared ({}): exit {}; {}", nothing, static_cast<int>(Exit::nothing_compared),
+                     advice));
     return static_cast<int>(Exit::nothing_compared);
   }
   return 0;

@@ -32,14 +32,15 @@ int cmd_clean(const Args& args) {
   const auto data = experiment::data_paths(ctx);
   for (const auto& [name, spec] : ctx.plan.revisions)
     if (spec != experiment::kWorktree)
-      if (auto commit = ctx.repo.resolve(spec)) named.push_back(experiment::tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
+      if (auto commit = ctx.repo.resolve(spec))
+        named.push_back(experiment::tree_key(ctx.repo.tree_without(*commit, data), ctx.plan.build));
   auto report = experiment::clean_trees(ctx, progress, named, keep);
   auto rel = [&](const std::filesystem::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); };
   for (const auto& p : report.removed) fmt::print("removed {}\n", rel(p));
   for (const auto& p : report.in_use) fmt::print("kept {}: in use by a running abtrack\n", rel(p));
   for (const auto& [p, why] : report.failed) warn(fmt::format("could not remove {}: {}", rel(p), why));
-  info(args.global, fmt::format("removed {} tree{}; kept those the plan names, the {} most recently used{}", report.removed.size(),
-                                report.removed.size() == 1 ? "" : "s", keep,
+  info(args.global, fmt::format("removed {} tree{}; kept those the plan names, the {} most recently used{}",
+                                report.removed.size(), report.removed.size() == 1 ? "" : "s", keep,
                                 report.in_use.empty() ? "" : fmt::format(" and {} in use", report.in_use.size())));
   return 0;
 }

@@ -25,10 +25,9 @@ int cmd_collect(const Args& args) {
   experiment::recover_journal(ctx, progress);
   auto r = experiment::collect_submissions(ctx, progress, wait ? 1e9 : 0);
   if (r.waiting > 0)
-    info(args.global, fmt::format("{} run{} committed; {} task{} still pending or running", r.committed, r.committed == 1 ? "" : "s",
-                                  r.waiting, r.waiting == 1 ? "" : "s"));
-  else if (r.committed == 0)
-    info(args.global, "nothing to collect");
+    info(args.global, fmt::format("{} run{} committed; {} task{} still pending or running", r.committed,
+                                  r.committed == 1 ? "" : "s", r.waiting, r.waiting == 1 ? "" : "s"));
+  else if (r.committed == 0) info(args.global, "nothing to collect");
   util::throw_if_interrupted();
   return r.any_bad ? static_cast<int>(Exit::run_failed) : 0;
 }

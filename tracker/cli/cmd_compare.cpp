@@ -23,7 +23,9 @@ std::vector<double> read_samples(const std::string& path) {
     auto t = util::trim(line);
     if (t.empty() || t.front() == '#') continue;
     auto v = util::parse_double(t);
-    if (!v) throw Error(Exit::usage, Location{path, line_no, 1}, fmt::format("'{}' is not a number", t), "one number per line");
+    if (!v)
+      throw Error(Exit::usage, Location{path, line_no, 1}, fmt::format("'{}' is not a number", t),
+                  "one number per line");
     if (!std::isfinite(*v)) throw Error(Exit::usage, Location{path, line_no, 1}, fmt::format("'{}' is not finite", t));
     out.push_back(*v);
   }
@@ -35,27 +37,29 @@ nlohmann::json bound(double v) { return std::isfinite(v) ? nlohmann::json(v) : n
 
 void print(const stats::Comparison& c, const std::string& name_a, const std::string& name_b, bool json) {
   if (json) {
-    nlohmann::ordered_json j{{"median_a", c.median_a},
-                             {"median_b", c.median_b},
-                             {"ci_a", {bound(c.ci_a.lo), bound(c.ci_a.hi)}},
-                             {"ci_b", {bound(c.ci_b.lo), bound(c.ci_b.hi)}},
-                             {"p_value", c.p_value ? nlohmann::json(*c.p_value) : nlohmann::json(nullptr)},
-                             {"delta_pct", c.delta_pct},
-                             {"delta_ci_pct", {bound(c.delta_ci_pct.lo), bound(c.delta_ci_pct.hi)}},
-                             {"verdict", stats::to_string(c.verdict)},
-                             {"exact", c.exact},
-                             {"delta_abs", c.absolute ? bound(c.delta_abs) : nlohmann::json(nullptr)},
-                             {"delta_abs_ci", c.absolute ? nlohmann::json{bound(c.delta_abs_ci.lo), bound(c.delta_abs_ci.hi)}
-                                                         : nlohmann::json(nullptr)},
-                             {"method", c.exact ? std::string("exact change") : std::string(stats::to_string(c.method))},
-                             {"n_a", c.n_a},
-                             {"n_b", c.n_b},
-                             {"notes", c.notes}};
+    nlohmann::ordered_json j{
+        {"median_a", c.median_a},
+        {"median_b", c.median_b},
+        {"ci_a", {bound(c.ci_a.lo), bound(c.ci_a.hi)}},
+        {"ci_b", {bound(c.ci_b.lo), bound(c.ci_b.hi)}},
+        {"p_value", c.p_value ? nlohmann::json(*c.p_value) : nlohmann::json(nullptr)},
+        {"delta_pct", c.delta_pct},
+        {"delta_ci_pct", {bound(c.delta_ci_pct.lo), bound(c.delta_ci_pct.hi)}},
+        {"verdict", stats::to_string(c.verdict)},
+        {"exact", c.exact},
+        {"delta_abs", c.absolute ? bound(c.delta_abs) : nlohmann::json(nullptr)},
+        {"delta_abs_ci",
+         c.absolute ? nlohmann::json{bound(c.delta_abs_ci.lo), bound(c.delta_abs_ci.hi)} : nlohmann::json(nullptr)},
+        {"method", c.exact ? std::string("exact change") : std::string(stats::to_string(c.method))},
+        {"n_a", c.n_a},
+        {"n_b", c.n_b},
+        {"notes", c.notes}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
   auto ci = [](const stats::Interval& i) {
-    return i.bounded() ? fmt::format("[{}, {}]", util::format_number(i.lo), util::format_number(i.hi)) : std::string("[need ≥6 samples]");
+    return i.bounded() ? fmt::format("[{}, {}]", util::format_number(i.lo), util::format_number(i.hi))
+                       : std::string("[need ≥6 samples]");
   };
   fmt::print("A {}: median {} {} n={}\n", name_a, util::format_number(c.median_a), ci(c.ci_a), c.n_a);
   fmt::print("B {}: median {} {} n={}\n", name_b, util::format_number(c.median_b), ci(c.ci_b), c.n_b);
@@ -64,10 +68,12 @@ void print(const stats::Comparison& c, const std::string& name_a, const std::str
   std::string delta_ci;
   if (c.exact) delta_ci = "";
   else if (c.absolute)
-    delta_ci = c.delta_abs_ci.bounded() ? fmt::format(" [{}, {}]", util::format_number(c.delta_abs_ci.lo), util::format_number(c.delta_abs_ci.hi))
+    delta_ci = c.delta_abs_ci.bounded() ? fmt::format(" [{}, {}]", util::format_number(c.delta_abs_ci.lo),
+                                                      util::format_number(c.delta_abs_ci.hi))
                                         : " [unbounded]";
   else
-    delta_ci = c.delta_ci_pct.bounded() ? fmt::format(" [{:+.1f}%, {:+.1f}%]", c.delta_ci_pct.lo, c.delta_ci_pct.hi) : " [unbounded]";
+    delta_ci = c.delta_ci_pct.bounded() ? fmt::format(" [{:+.1f}%, {:+.1f}%]", c.delta_ci_pct.lo, c.delta_ci_pct.hi)
+                                        : " [unbounded]";
   fmt::print("B vs A: {}{}  {}  ({} n={}+{})\n", stats::delta_text(c), delta_ci, verdict, p, c.n_a, c.n_b);
   for (const auto& n : c.notes) fmt::print("note: {}\n", n);
 }
@@ -86,11 +92,13 @@ int cmd_compare(const Args& args) {
     else if (auto v = take_value(args.rest, i, "--better")) better = v;
     else if (auto v = take_value(args.rest, i, "--alpha")) alpha = v;
     else if (auto v = take_value(args.rest, i, "--min-effect")) min_effect = v;
-    else if (!a.empty() && a[0] == '-' && !util::parse_double(a)) unknown_argument("compare", a, {"--json", "--samples", "--metric", "--better", "--alpha", "--min-effect"});
+    else if (!a.empty() && a[0] == '-' && !util::parse_double(a))
+      unknown_argument("compare", a, {"--json", "--samples", "--metric", "--better", "--alpha", "--min-effect"});
     else positional.push_back(a);
   }
   if (positional.size() != 2)
-    throw Error(Exit::usage, "compare needs two runs (or two files with --samples)", "abtrack compare 3 7, or abtrack compare --samples a.txt b.txt");
+    throw Error(Exit::usage, "compare needs two runs (or two files with --samples)",
+                "abtrack compare 3 7, or abtrack compare --samples a.txt b.txt");
   stats::CompareOptions opts;
   if (better) opts.better = stats::parse_better(*better);
   if (alpha) {
@@ -141,7 +149,8 @@ int cmd_compare(const Args& args) {
   if (!better && m->better == plan::Better::higher) opts.better = stats::Better::higher;
   auto sa = ra.data.samples.find(m->name), sb = rb.data.samples.find(m->name);
   if (sa == ra.data.samples.end() || sb == rb.data.samples.end())
-    throw Error(Exit::usage, fmt::format("metric '{}' has no samples in run {}", m->name, sa == ra.data.samples.end() ? ra.run : rb.run));
+    throw Error(Exit::usage, fmt::format("metric '{}' has no samples in run {}", m->name,
+                                         sa == ra.data.samples.end() ? ra.run : rb.run));
   if (!json) fmt::print("{}:\n", m->name);
   print(stats::compare(sa->second, sb->second, opts), fmt::format("run {} {}", ra.run, ra.label()),
         fmt::format("run {} {}", rb.run, rb.label()), json);

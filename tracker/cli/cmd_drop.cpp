@@ -59,13 +59,16 @@ int cmd_drop(const Args& args) {
       unknown_argument("drop", args.rest[i], {"--reason"});
     } else {
       auto n = util::parse_double(args.rest[i]);
-      if (run) throw Error(Exit::usage, fmt::format("drop takes one run, not '{}' too", args.rest[i]), "abtrack drop RUN");
+      if (run)
+        throw Error(Exit::usage, fmt::format("drop takes one run, not '{}' too", args.rest[i]), "abtrack drop RUN");
       if (!n || *n < 1 || *n > 999999999 || std::floor(*n) != *n)
-        throw Error(Exit::usage, fmt::format("drop: '{}' is not a run number", args.rest[i]), "abtrack log lists the runs");
+        throw Error(Exit::usage, fmt::format("drop: '{}' is not a run number", args.rest[i]),
+                    "abtrack log lists the runs");
       run = static_cast<int>(*n);
     }
   }
-  if (!run) throw Error(Exit::usage, "drop needs a run number", "abtrack drop RUN [--reason TEXT]; abtrack log lists the runs");
+  if (!run)
+    throw Error(Exit::usage, "drop needs a run number", "abtrack drop RUN [--reason TEXT]; abtrack log lists the runs");
   TerminalProgress progress(args.global);
   experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   const std::string path = record::record_path(ctx.plan.experiment, *run);
@@ -74,7 +77,8 @@ int cmd_drop(const Args& args) {
   auto missing = [&](const gitstore::TreeView& t) -> std::optional<Error> {
     if (t.read(path)) return std::nullopt;
     if (t.read(grave))
-      return Error(Exit::usage, fmt::format("run {} was dropped already ({})", *run, grave), "abtrack log lists the runs");
+      return Error(Exit::usage, fmt::format("run {} was dropped already ({})", *run, grave),
+                   "abtrack log lists the runs");
     return Error(Exit::usage, fmt::format("no run {} of {} at HEAD (no {})", *run, ctx.plan.experiment, path),
                  "abtrack log lists the runs");
   };
@@ -95,7 +99,8 @@ int cmd_drop(const Args& args) {
     // The document and the plot as a fresh render of the records left (what `verify` checks).
     auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     bool plot = svg.has_value() || experiment::tree_has_plot(tip, ctx.plan);
-    change.files.emplace_back(ctx.plan.doc, experiment::rendered_document(experiment::base_document(tip, ctx), ctx.plan, records, plot));
+    change.files.emplace_back(
+        ctx.plan.doc, experiment::rendered_document(experiment::base_document(tip, ctx), ctx.plan, records, plot));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     return change;
   });

@@ -16,7 +16,8 @@ std::vector<record::Record> records_in_full(const experiment::Context& ctx) {
     std::vector<record::Record> records;
     const std::string dir = ctx.plan.runs_dir();
     for (const auto& e : tree.list(dir))
-      if (record::run_number_of(e.name)) records.push_back(record::parse_record(tree.read_blob(e.oid()), dir + "/" + e.name));
+      if (record::run_number_of(e.name))
+        records.push_back(record::parse_record(tree.read_blob(e.oid()), dir + "/" + e.name));
     return records;
   });
   std::sort(out.begin(), out.end(), [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
@@ -33,7 +34,9 @@ int cmd_export(const Args& args) {
       if (*v == "csv") format = doc::ExportFormat::csv;
       else if (*v == "md" || *v == "markdown") format = doc::ExportFormat::md;
       else if (*v == "json") format = doc::ExportFormat::json;
-      else throw Error(Exit::usage, fmt::format("--format must be csv, md or json, not '{}'", *v), "see abtrack help export");
+      else
+        throw Error(Exit::usage, fmt::format("--format must be csv, md or json, not '{}'", *v),
+                    "see abtrack help export");
     } else if (args.rest[i] == "--cells") {
       cells = true;
     } else {

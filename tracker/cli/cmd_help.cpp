@@ -39,7 +39,8 @@ const std::vector<Command>& commands() {
        "record is left alone and never committed (`abtrack verify` reports it).\n"
        "Exit 0 when the run passes, 1 when it fails a gate or is invalid (it is still committed).",
        cmd_step},
-      {"run", "run [--rounds R|auto] [--max-rounds N] [--budget D] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]... [--rebuild]",
+      {"run",
+       "run [--rounds R|auto] [--max-rounds N] [--budget D] [--seed S] [--all] [--retry] [--keep-going] [--dry-run] [--jobs N] [--detach] [--rev NAME=REV]... [--rebuild]",
        "step through every pending cell, one commit each",
        "Runs the setup once, then every cell without a run or whose latest run is invalid, in plan order,\n"
        "committing each run as soon as it is measured. Interrupting it (Ctrl-C) stops the running command's\n"
@@ -101,12 +102,14 @@ const std::vector<Command>& commands() {
        "document atomically; redraws the plot beside it (unless the plan says plot: false), byte for byte\n"
        "what a step would commit. Text outside the regions is kept byte for byte. Nothing is committed.",
        cmd_render},
-      {"verify", "verify", "exit 0 when the document's regions and its plot equal a fresh render and every record is committed",
+      {"verify", "verify",
+       "exit 0 when the document's regions and its plot equal a fresh render and every record is committed",
        "Renders the regions from the committed records and compares them with the document in the work\n"
        "tree, and the plot with a fresh plot of the same records; also checks that runs/<experiment>/ has\n"
        "nothing uncommitted. Exit 1 with a diff otherwise (`abtrack render` redraws both).",
        cmd_verify},
-      {"compare", "compare RUN_A RUN_B [--metric M] [--json] | compare --samples FILE_A FILE_B [--better lower|higher] [--alpha A] [--min-effect P%]",
+      {"compare",
+       "compare RUN_A RUN_B [--metric M] [--json] | compare --samples FILE_A FILE_B [--better lower|higher] [--alpha A] [--min-effect P%]",
        "statistics between two runs, or two files of samples",
        "Compares B against A: medians with their 95% CIs, the two-sided Mann–Whitney U test, the\n"
        "Hodges–Lehmann change with its CI, and a verdict: better, worse, same (~), equivalent or\n"
@@ -116,7 +119,8 @@ const std::vector<Command>& commands() {
        "--json prints median_a, median_b, ci_a, ci_b, p_value, delta_pct, delta_ci_pct, verdict, exact,\n"
        "delta_abs, delta_abs_ci, method, n_a, n_b, notes.",
        cmd_compare},
-      {"check", "check [--format text|md] [--history] [--min-effect PCT]", "the CI gate: exit 1 when a cell got worse, failed a gate or is invalid",
+      {"check", "check [--format text|md] [--history] [--min-effect PCT]",
+       "the CI gate: exit 1 when a cell got worse, failed a gate or is invalid",
        "Compares every cell with its baseline cell exactly as the document's results table does (pooled, or\n"
        "paired by round for cells measured in the same rounds; p-values Holm-adjusted across the experiment)\n"
        "and prints one row per cell (and compared metric): n, the baseline's median, the median, the change\n"
@@ -156,7 +160,8 @@ const std::vector<Command>& commands() {
        "those a running abtrack uses (listed as kept), so a long bisect does not fill the disk. What a\n"
        "killed abtrack left half-written goes too. The work tree, the index and the history are not touched.",
        cmd_clean},
-      {"bisect", "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--max-rounds N] [--budget D] [--min-effect PCT] [--seed N]",
+      {"bisect",
+       "bisect --good REV --bad REV [--cell k=v,...] [--metric M] [--max-rounds N] [--budget D] [--min-effect PCT] [--seed N]",
        "find the first commit that made a cell worse",
        "Needs a plan with build: (or none), command and the cell (revisions: are not needed: a plan\n"
        "with them keeps its baseline revision as good). Step 0 measures bad against good, round after\n"
@@ -213,7 +218,8 @@ const std::vector<Command>& commands() {
        "  --reason TEXT   why, kept in the commit message and the .dropped file\n"
        "Refuses (exit 3) when the document or its plot has uncommitted changes, as step does.",
        cmd_drop},
-      {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.", cmd_help},
+      {"help", "help [COMMAND]", "this text, or one command's", "Prints the command list, or one command's help.",
+       cmd_help},
   };
   return table;
 }
@@ -229,7 +235,8 @@ int cmd_help(const Args& args) {
     }
     std::vector<std::string> names;
     for (const auto& c : commands()) names.emplace_back(c.name);
-    throw Error(Exit::usage, fmt::format("no command '{}'{}", args.rest.front(), util::suggestion_suffix(args.rest.front(), names)),
+    throw Error(Exit::usage,
+                fmt::format("no command '{}'{}", args.rest.front(), util::suggestion_suffix(args.rest.front(), names)),
                 "abtrack help lists the commands");
   }
   fmt::print(

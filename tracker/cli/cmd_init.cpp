@@ -36,8 +36,7 @@ int cmd_init(const Args& args) {
   auto plan_rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string();
   if (plan_rel.empty() || plan_rel.starts_with(".."))
     warn(fmt::format("{} is outside the repository and is not committed", ctx.plan_name));
-  else
-    files.emplace_back(plan_rel, util::read_file(ctx.plan.file));
+  else files.emplace_back(plan_rel, util::read_file(ctx.plan.file));
   files.emplace_back(ctx.plan.doc, doc_text);
 
   bool unchanged = ctx.repo.with_head([&](const gitstore::TreeView& t) {
@@ -51,14 +50,18 @@ int cmd_init(const Args& args) {
   }
   std::string message = fmt::format("abtrack({}): init\n\n{}\n\nAbtrack-Experiment: {}\n", ctx.plan.experiment,
                                     ctx.plan.title, ctx.plan.experiment);
-  auto result = ctx.repo.commit([&](const gitstore::TreeView&) { return gitstore::Change{false, message, files, {}, {}}; });
+  auto result = ctx.repo.commit([&](const gitstore::TreeView&) {
+    return gitstore::Change{false, message, files, {}, {}};
+  });
   for (const auto& p : result.kept_edits) warn(fmt::format("{} changed while init ran; your version is kept", p));
   fmt::print("initialised {}: {} cells; committed {} ({})\n", ctx.plan.experiment, ctx.plan.cells().size(),
-             fmt::join([&] {
-               std::vector<std::string> names;
-               for (const auto& f : files) names.push_back(f.first);
-               return names;
-             }(), ", "),
+             fmt::join(
+                 [&] {
+                   std::vector<std::string> names;
+                   for (const auto& f : files) names.push_back(f.first);
+                   return names;
+                 }(),
+                 ", "),
              result.commit.substr(0, 12));
   return 0;
 }

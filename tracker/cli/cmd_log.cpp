@@ -47,7 +47,8 @@ int cmd_log(const Args& args) {
   auto entries = repo.history("Abtrack-Experiment");
   std::set<std::pair<std::string, std::string>> dropped;  // (experiment, run)
   for (const auto& e : entries)
-    if (!e.trailer("Abtrack-Dropped").empty()) dropped.emplace(e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Dropped"));
+    if (!e.trailer("Abtrack-Dropped").empty())
+      dropped.emplace(e.trailer("Abtrack-Experiment"), e.trailer("Abtrack-Dropped"));
   auto out = nlohmann::ordered_json::array();
   for (const auto& e : entries) {
     if (!only.empty() && e.trailer("Abtrack-Experiment") != only) continue;

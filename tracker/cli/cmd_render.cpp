@@ -81,10 +81,10 @@ int cmd_render(const Args& args) {
     ctx.repo.write_work_tree(doc::plot_path(ctx.plan), *svg);
     written.push_back(doc::plot_path(ctx.plan));
   }
-  if (written.empty())
-    info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
+  if (written.empty()) info(args.global, fmt::format("{} is up to date ({} runs)", ctx.plan.doc, records.size()));
   else
-    info(args.global, fmt::format("rendered {} from {} runs (not committed)", fmt::join(written, " and "), records.size()));
+    info(args.global,
+         fmt::format("rendered {} from {} runs (not committed)", fmt::join(written, " and "), records.size()));
   return 0;
 }
 

@@ -27,10 +27,12 @@ int cmd_status(const Args& args) {
     else ++invalid;
   }
   if (json) {
-    nlohmann::ordered_json out{{"experiment", ctx.plan.experiment},
-                               {"doc", ctx.plan.doc},
-                               {"runs", records.size()},
-                               {"counts", {{"cells", cells.size()}, {"pass", pass}, {"fail", fail}, {"invalid", invalid}, {"pending", pending}}}};
+    nlohmann::ordered_json out{
+        {"experiment", ctx.plan.experiment},
+        {"doc", ctx.plan.doc},
+        {"runs", records.size()},
+        {"counts",
+         {{"cells", cells.size()}, {"pass", pass}, {"fail", fail}, {"invalid", invalid}, {"pending", pending}}}};
     auto arr = nlohmann::ordered_json::array();
     for (const auto& c : cells) {
       nlohmann::ordered_json cell = nlohmann::ordered_json::object();
@@ -58,8 +60,8 @@ int cmd_status(const Args& args) {
     fmt::print("{}\n", out.dump(2));
     return 0;
   }
-  fmt::print("{}: {} cells — {} pass, {} fail, {} invalid, {} pending ({} runs)\n", ctx.plan.experiment, cells.size(), pass,
-             fail, invalid, pending, records.size());
+  fmt::print("{}: {} cells — {} pass, {} fail, {} invalid, {} pending ({} runs)\n", ctx.plan.experiment, cells.size(),
+             pass, fail, invalid, pending, records.size());
   std::size_t width = 0;
   for (const auto& c : cells) width = std::max(width, ctx.plan.label(c.cell).size());
   for (const auto& c : cells) {

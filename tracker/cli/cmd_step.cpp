@@ -22,14 +22,16 @@ namespace abtrack::cli {
 namespace {
 
 // Parses --metric NAME=V[,V...] into samples.
-void add_metric_option(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::vector<double>>& values) {
+void add_metric_option(const plan::Plan& plan, const std::string& spec,
+                       std::map<std::string, std::vector<double>>& values) {
   auto eq = spec.find('=');
   if (eq == std::string::npos) throw Error(Exit::usage, fmt::format("--metric '{}' is not NAME=VALUE", spec));
   std::string name(util::trim(std::string_view(spec).substr(0, eq)));
   if (!plan.metric(name)) {
     std::vector<std::string> names;
     for (const auto& m : plan.metrics) names.push_back(m.name);
-    throw Error(Exit::usage, fmt::format("--metric: unknown metric '{}'{}", name, util::suggestion_suffix(name, names)));
+    throw Error(Exit::usage,
+                fmt::format("--metric: unknown metric '{}'{}", name, util::suggestion_suffix(name, names)));
   }
   for (const auto& v : util::split(std::string_view(spec).substr(eq + 1), ',')) {
     auto x = util::parse_double(v);
@@ -70,7 +72,9 @@ struct RoundsArgs {
     }
     if (auto v = take_value(rest, i, "--budget")) {
       budget_s = util::parse_duration(*v);
-      if (!budget_s) throw Error(Exit::usage, fmt::format("--budget must be a duration, not '{}'", *v), "e.g. --budget 30m, 2h, 1h30m or 90s");
+      if (!budget_s)
+        throw Error(Exit::usage, fmt::format("--budget must be a duration, not '{}'", *v),
+                    "e.g. --budget 30m, 2h, 1h30m or 90s");
       return true;
     }
     return false;
@@ -78,7 +82,8 @@ struct RoundsArgs {
   // The auto design this invocation runs, if any; a usage error when the plan cannot decide.
   std::optional<experiment::AutoRounds> design(const plan::Plan& plan, std::uint64_t seed, bool dry_run) const {
     if (!(automatic || (plan.rounds_auto && !given))) {
-      if (max_rounds || budget_s) throw Error(Exit::usage, "--max-rounds and --budget are for rounds: auto", "add --rounds auto");
+      if (max_rounds || budget_s)
+        throw Error(Exit::usage, "--max-rounds and --budget are for rounds: auto", "add --rounds auto");
       return std::nullopt;
     }
     if (auto problem = plan::auto_rounds_problem(plan)) throw Error(Exit::usage, problem->first, problem->second);
@@ -101,13 +106,13 @@ int cmd_step(const Args& args) {
     if (args.rest[i] == "--no-commit") {
       opts.dry_run = true;
     } else if (auto v = take_value(args.rest, i, "--cell")) {
-      if (cell_spec) throw Error(Exit::usage, "--cell given twice; a step runs one cell", "`abtrack run --all` runs every cell");
+      if (cell_spec)
+        throw Error(Exit::usage, "--cell given twice; a step runs one cell", "`abtrack run --all` runs every cell");
       cell_spec = v;
     } else if (auto v = take_value(args.rest, i, "--record")) {
       if (record_file) throw Error(Exit::usage, "--record given twice; a step records one run");
       record_file = v;
-    }
-    else if (auto v = take_value(args.rest, i, "--metric")) metric_specs.push_back(*v);
+    } else if (auto v = take_value(args.rest, i, "--metric")) metric_specs.push_back(*v);
     else unknown_argument("step", args.rest[i], {"--cell", "--record", "--metric", "--no-commit"});
   }
   util::install_interrupt_handlers();
@@ -121,7 +126,8 @@ int cmd_step(const Args& args) {
   std::optional<std::string> output;
   if (record_file) {
     std::error_code ec;
-    if (!std::filesystem::exists(*record_file, ec)) throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
+    if (!std::filesystem::exists(*record_file, ec))
+      throw Error(Exit::usage, fmt::format("--record: no file {}", *record_file));
     if (!std::filesystem::is_regular_file(*record_file, ec))
       throw Error(Exit::usage, fmt::format("--record: {} is not a regular file", *record_file),
                   "save the command's output to a file first (command > out.txt), then --record out.txt");
@@ -136,7 +142,8 @@ int cmd_step(const Args& args) {
         throw Error(Exit::usage, fmt::format("--metric gives no value for metric '{}'", m.name),
                     fmt::format("give every metric: --metric {}=VALUE (or --record FILE)", m.name));
       if (!m.file.empty())
-        throw Error(Exit::usage, fmt::format("--record cannot read metric '{}': it comes from the file {}", m.name, m.file),
+        throw Error(Exit::usage,
+                    fmt::format("--record cannot read metric '{}': it comes from the file {}", m.name, m.file),
                     fmt::format("give its value with --metric {}=VALUE", m.name));
     }
   // A dry run writes nothing: no preflight (it may put abtrack's own output back) and no
@@ -156,7 +163,8 @@ int cmd_step(const Args& args) {
   if (!cell) {
     auto pending = experiment::cells_to_run(ctx, false, false);
     if (pending.empty()) {
-      info(args.global, fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
+      info(args.global,
+           fmt::format("every cell of {} has a run; `abtrack step --cell ...` runs one again", ctx.plan.experiment));
       return 0;
     }
     cell = pending.front();
@@ -178,8 +186,7 @@ int cmd_step(const Args& args) {
   const auto schedule = experiment::fixed_rounds(experiment::single_units({*cell}), 1, 0, false);
   if (!ctx.plan.gpus.empty())  // the cell runs on a GPU of the plan's, as in `abtrack run`
     experiment::run_parallel(ctx, progress, schedule, 1, dirty, opts, exit_code);
-  else
-    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
+  else experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 
@@ -203,7 +210,8 @@ int cmd_run(const Args& args) {
       rev_specs.push_back(*vr);
     } else if (auto v2 = take_value(args.rest, i, "--seed")) {
       auto n = util::parse_double(*v2);
-      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15) throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
+      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15)
+        throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
       seed = static_cast<std::uint64_t>(*n);
     } else if (args.rest[i] == "--all") {
       all = true;
@@ -217,8 +225,8 @@ int cmd_run(const Args& args) {
       opts.dry_run = true;
     } else {
       unknown_argument("run", args.rest[i],
-                       {"--rounds", "--max-rounds", "--budget", "--seed", "--all", "--jobs", "--detach", "--retry", "--keep-going",
-                        "--dry-run", "--rev", "--rebuild"});
+                       {"--rounds", "--max-rounds", "--budget", "--seed", "--all", "--jobs", "--detach", "--retry",
+                        "--keep-going", "--dry-run", "--rev", "--rebuild"});
     }
   }
   opts.early_stop = !keep_going;
@@ -231,12 +239,16 @@ int cmd_run(const Args& args) {
   const auto automatic = rounds_arg.design(ctx.plan, *seed, opts.dry_run);
   // A dry run says, from the pools already recorded, how many rounds each design would need.
   if (opts.dry_run && ctx.plan.baseline)
-    for (const auto& line : experiment::expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds)) info(args.global, "expected: " + line);
+    for (const auto& line : experiment::expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds))
+      info(args.global, "expected: " + line);
   const int rounds = rounds_arg.given ? rounds_arg.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 1;
   if (!ctx.plan.revisions.empty()) {
-    if (detach) throw Error(Exit::usage, "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
+    if (detach)
+      throw Error(Exit::usage,
+                  "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
     if (jobs && *jobs > 1)
-      throw Error(Exit::usage, "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
+      throw Error(Exit::usage,
+                  "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
     revision_opts.rounds = rounds_arg.given && !automatic ? rounds_arg.rounds : 0;
     revision_opts.automatic = automatic;
     revision_opts.seed = seed;
@@ -255,13 +267,17 @@ int cmd_run(const Args& args) {
                 "without revisions:, the plan's build: runs before the cells at every run");
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
   if (detach && !slurm)
-    throw Error(Exit::usage, "--detach needs executor: slurm in the plan", "without Slurm, `abtrack run` runs the cells here and waits");
-  if (jobs && slurm) throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
+    throw Error(Exit::usage, "--detach needs executor: slurm in the plan",
+                "without Slurm, `abtrack run` runs the cells here and waits");
+  if (jobs && slurm)
+    throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
   if ((rounds > 1 || automatic) && slurm)
-    throw Error(Exit::usage, "rounds are for the local executor; with executor: slurm each cell is one task of the job array",
+    throw Error(Exit::usage,
+                "rounds are for the local executor; with executor: slurm each cell is one task of the job array",
                 "run `abtrack run --all` again for another round");
   if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
-    throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs, ctx.plan.gpus.size()));
+    throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs,
+                                         ctx.plan.gpus.size()));
   if (opts.dry_run && slurm)
     throw Error(Exit::usage, "--dry-run is for the local executor; with executor: slurm every task's run is committed",
                 "`abtrack step --no-commit --cell ...` runs one cell here without committing");
@@ -273,13 +289,17 @@ int cmd_run(const Args& args) {
   std::size_t failed_left = 0;
   auto cells = all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, retry, &failed_left);
   if (cells.empty()) {
-    info(args.global, fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)", ctx.plan.experiment,
-                                  failed_left == 0 ? ""
-                                  : failed_left == 1 ? " (1 whose latest run failed a gate: --retry runs it again)"
-                                                     : fmt::format(" ({} whose latest run failed a gate: --retry runs them again)", failed_left)));
+    info(args.global,
+         fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)",
+                     ctx.plan.experiment,
+                     failed_left == 0 ? ""
+                     : failed_left == 1
+                         ? " (1 whose latest run failed a gate: --retry runs it again)"
+                         : fmt::format(" ({} whose latest run failed a gate: --retry runs them again)", failed_left)));
     return 0;
   }
-  if (rounds > 1 && !automatic) info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
+  if (rounds > 1 && !automatic)
+    info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
   if (slurm) return experiment::run_slurm(ctx, progress, cells, dirty, detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
@@ -287,21 +307,22 @@ int cmd_run(const Args& args) {
   if (automatic) {
     std::vector<record::Record> records;
     int round = 0;
-    experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records, [&](const experiment::Scheduled& s) {
-      experiment::RunOptions o = opts;
-      o.records = &records;
-      o.setup_done = ++round > 1;
-      if (parallel > 1 || !ctx.plan.gpus.empty()) experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
-      else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
-    });
+    experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records,
+                                [&](const experiment::Scheduled& s) {
+                                  experiment::RunOptions o = opts;
+                                  o.records = &records;
+                                  o.setup_done = ++round > 1;
+                                  if (parallel > 1 || !ctx.plan.gpus.empty())
+                                    experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
+                                  else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
+                                });
     return exit_code;
   }
   // Interleaved rounds of one invocation pair a cell with its baseline round by round.
   const auto schedule = experiment::fixed_rounds(experiment::single_units(cells), rounds, *seed, rounds > 1);
   if (parallel > 1 || !ctx.plan.gpus.empty())
     experiment::run_parallel(ctx, progress, schedule, parallel, dirty, opts, exit_code);
-  else
-    experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
+  else experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
   return exit_code;
 }
 

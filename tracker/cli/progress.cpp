@@ -67,7 +67,9 @@ std::string coloured_result(const std::string& line, runner::Outcome outcome, bo
   std::string needle = ": " + word;
   auto pos = line.find(needle);
   if (pos == std::string::npos) return line;
-  const char* code = outcome == runner::Outcome::pass ? "\033[32m" : outcome == runner::Outcome::fail ? "\033[1;31m" : "\033[33m";
+  const char* code = outcome == runner::Outcome::pass   ? "\033[32m"
+                     : outcome == runner::Outcome::fail ? "\033[1;31m"
+                                                        : "\033[33m";
   return line.substr(0, pos + 2) + code + word + "\033[0m" + line.substr(pos + needle.size());
 }
 
@@ -78,8 +80,11 @@ std::string format_duration(double seconds) {
 }
 
 ProgressLine::ProgressLine(const GlobalOptions& g, std::size_t total)
-    : m_quiet(g.quiet), m_tty(!g.quiet && !g.verbose && ::isatty(STDERR_FILENO) == 1), m_total(total),
-      m_start(std::chrono::steady_clock::now()), m_cell_start(m_start) {
+    : m_quiet(g.quiet),
+      m_tty(!g.quiet && !g.verbose && ::isatty(STDERR_FILENO) == 1),
+      m_total(total),
+      m_start(std::chrono::steady_clock::now()),
+      m_cell_start(m_start) {
   // The elapsed time moves on while a long cell runs: redraw once a second.
   if (m_tty) m_ticker = std::thread([this] { tick(); });
 }
@@ -152,7 +157,8 @@ void ProgressLine::invocation(int repeat, int repeats) {
   m_repeats = repeats;
   if (m_quiet || repeats <= 1) return;
   if (m_tty) draw_locked();
-  else fmt::print(stderr, "abtrack: [{}/{}] {}: invocation {}/{}\n", m_index + 1, m_total, m_label, repeat + 1, repeats);
+  else
+    fmt::print(stderr, "abtrack: [{}/{}] {}: invocation {}/{}\n", m_index + 1, m_total, m_label, repeat + 1, repeats);
 }
 
 void ProgressLine::cell_measured() {
@@ -175,7 +181,9 @@ std::string stderr_excerpt(const record::Record& rec) {
   const auto& run = rec.data;
   if (run.outcome != runner::Outcome::invalid) return {};
   // The command that failed: the last invocation, or the setup when it kept the command from running.
-  const runner::Invocation* inv = !run.invocations.empty() ? &run.invocations.back() : run.setup ? &*run.setup : nullptr;
+  const runner::Invocation* inv = !run.invocations.empty() ? &run.invocations.back()
+                                  : run.setup              ? &*run.setup
+                                                           : nullptr;
   if (!inv) return {};
   std::vector<std::string> lines;
   for (auto raw : util::split(inv->stderr_tail, '\n')) {
@@ -191,7 +199,8 @@ std::string stderr_excerpt(const record::Record& rec) {
   }
   if (lines.empty()) return {};
   std::string out = lines.size() > kLines ? fmt::format("  stderr (last {} lines):\n", kLines) : "  stderr:\n";
-  for (std::size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i) out += "    " + lines[i] + "\n";
+  for (std::size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i)
+    out += "    " + lines[i] + "\n";
   return out;
 }
 

@@ -78,7 +78,7 @@ class ProgressLine {
   std::size_t m_index = 0, m_done = 0;
   int m_repeat = 0, m_repeats = 1;
   std::string m_label;
-  bool m_active = false;  // a cell is running: the line is shown
+  bool m_active = false;    // a cell is running: the line is shown
   std::size_t m_shown = 0;  // characters of the line on screen
   std::chrono::steady_clock::time_point m_start, m_cell_start;
   double m_done_seconds = 0;  // time of the measured cells

@@ -39,10 +39,10 @@ std::string short_name(const std::string& mangled) {
 // The short names of the SASS classes, as the document shows them.
 std::string class_label(const std::string& cls) {
   static const std::pair<const char*, const char*> labels[] = {
-      {"total", "SASS"},         {"global_load", "LDG"},      {"global_store", "STG"},  {"global_atomic", "ATOMG/RED"},
-      {"generic_load", "LD"},    {"generic_store", "ST"},     {"shared_load", "LDS"},   {"shared_store", "STS"},
-      {"local_load", "LDL"},     {"local_store", "STL"},      {"async_copy", "LDGSTS"}, {"tma", "TMA"},
-      {"mma", "MMA"},            {"wgmma", "WGMMA"},          {"barrier", "barriers"},  {"conversion", "conversions"}};
+      {"total", "SASS"},      {"global_load", "LDG"},  {"global_store", "STG"},  {"global_atomic", "ATOMG/RED"},
+      {"generic_load", "LD"}, {"generic_store", "ST"}, {"shared_load", "LDS"},   {"shared_store", "STS"},
+      {"local_load", "LDL"},  {"local_store", "STL"},  {"async_copy", "LDGSTS"}, {"tma", "TMA"},
+      {"mma", "MMA"},         {"wgmma", "WGMMA"},      {"barrier", "barriers"},  {"conversion", "conversions"}};
   for (const auto& [k, v] : labels)
     if (cls == k) return v;
   return cls;
@@ -53,7 +53,8 @@ std::string value_text(const std::optional<std::int64_t>& v) { return v ? std::t
 // "regs 32 → 40, spill stores 268 → 0 B, STL 84 → 0" for what differs; "" when nothing does.
 std::string kernel_diff(const metrics::KernelFacts& a, const metrics::KernelFacts& b) {
   std::vector<std::string> parts;
-  auto field = [&](const char* label, const std::optional<std::int64_t>& x, const std::optional<std::int64_t>& y, const char* unit) {
+  auto field = [&](const char* label, const std::optional<std::int64_t>& x, const std::optional<std::int64_t>& y,
+                   const char* unit) {
     if (x != y) parts.push_back(fmt::format("{} {} → {}{}", label, value_text(x), value_text(y), unit));
   };
   field("regs", a.registers, b.registers, "");
@@ -78,7 +79,7 @@ std::string variant_label(const plan::Plan& plan, const plan::Cell& cell) {
   std::vector<std::string> parts;
   for (std::size_t a = 0; a < plan.axes.size(); ++a) {
     bool named = !plan.baseline || std::any_of(plan.baseline->begin(), plan.baseline->end(),
-                                                [&](const auto& kv) { return kv.first == plan.axes[a].name; });
+                                               [&](const auto& kv) { return kv.first == plan.axes[a].name; });
     if (named) parts.push_back(plan.axes[a].name + "=" + cell.values[a]);
   }
   return fmt::format("{}", fmt::join(parts, " "));
@@ -135,20 +136,24 @@ std::string number_text(const std::optional<double>& v, Kind kind) {
 
 // "regs 225 → 123", "DRAM 28.5% → 36.0%", "static smem 1024 → 2048 B"; "" when the medians do not
 // differ meaningfully (kEvidenceMinChangePct of the larger, and in what is shown).
-std::string change_text(const std::string& label, const std::optional<double>& a, const std::optional<double>& b, Kind kind,
-                        const std::string& unit = {}) {
+std::string change_text(const std::string& label, const std::optional<double>& a, const std::optional<double>& b,
+                        Kind kind, const std::string& unit = {}) {
   if (!a && !b) return {};
   if (a && b) {
     if (std::fabs(*a - *b) < kEvidenceMinChangePct / 100 * std::max(std::fabs(*a), std::fabs(*b))) return {};
     if (number_text(a, kind) == number_text(b, kind)) return {};
   }
-  std::string suffix = kind == Kind::bytes ? " B" : unit.empty() || kind == Kind::pct ? "" : unit == "%" ? "%" : " " + unit;
+  std::string suffix = kind == Kind::bytes                 ? " B"
+                       : unit.empty() || kind == Kind::pct ? ""
+                       : unit == "%"                       ? "%"
+                                                           : " " + unit;
   return fmt::format("{} {} → {}{}", label, number_text(a, kind), number_text(b, kind), suffix);
 }
 
 // One arm's occupancy: the CTAs per SM its limits allow and the resources that bind (every limit
 // that ties for the smallest); nullopt without any limit value.
-std::optional<std::pair<double, std::string>> occupancy_limit(const Samples& s, const std::map<std::string, std::string>& set) {
+std::optional<std::pair<double, std::string>> occupancy_limit(const Samples& s,
+                                                              const std::map<std::string, std::string>& set) {
   std::optional<double> least;
   std::vector<std::string> binding;
   for (const auto& [suffix, resource] : kLimits) {
@@ -185,7 +190,8 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
     if (auto d = kernel_diff(*it, k); !d.empty()) add(fmt::format("{}: {}", short_name(k.name), d));
   }
   for (const auto& b : base.kernels)
-    if (std::none_of(var.kernels.begin(), var.kernels.end(), [&](const metrics::KernelFacts& k) { return k.name == b.name && k.arch == b.arch; }))
+    if (std::none_of(var.kernels.begin(), var.kernels.end(),
+                     [&](const metrics::KernelFacts& k) { return k.name == b.name && k.arch == b.arch; }))
       add(fmt::format("{}: only in the baseline", short_name(b.name)));
   std::string out = fmt::format("{}", fmt::join(kernels, "; "));
   if (more) out += fmt::format("; and {} more kernels", more);
@@ -227,7 +233,8 @@ std::string counter_changes(const plan::Plan& plan, const Samples& base, const S
       }
       auto it = set.find(l.suffix);
       if (it == set.end()) continue;
-      if (auto t = change_text(l.label, median_of(base, it->second), median_of(variant, it->second), l.kind); !t.empty())
+      if (auto t = change_text(l.label, median_of(base, it->second), median_of(variant, it->second), l.kind);
+          !t.empty())
         items.push_back(t);
     }
     if (items.empty()) continue;
@@ -235,7 +242,8 @@ std::string counter_changes(const plan::Plan& plan, const Samples& base, const S
   }
   std::vector<std::string> items;
   for (const auto* m : others)
-    if (auto t = change_text(m->name, median_of(base, m->name), median_of(variant, m->name), Kind::count, m->unit); !t.empty())
+    if (auto t = change_text(m->name, median_of(base, m->name), median_of(variant, m->name), Kind::count, m->unit);
+        !t.empty())
       items.push_back(t);
   if (!items.empty()) {
     if (parts.size() == 1 && set_names.size() == 1) parts.back() += fmt::format(", {}", fmt::join(items, ", "));
@@ -281,7 +289,8 @@ std::string watch_changes(const std::optional<WatchSummary>& base, const std::op
   std::vector<std::string> items;
   auto add = [&](const char* label, std::optional<double> WatchSummary::*field, const char* unit) {
     auto has = [&](const std::optional<WatchSummary>& w) { return w && (*w).*field; };
-    if (has(base) || has(variant)) items.push_back(fmt::format("{} {} → {}{}", label, text(base, field), text(variant, field), unit));
+    if (has(base) || has(variant))
+      items.push_back(fmt::format("{} {} → {}{}", label, text(base, field), text(variant, field), unit));
   };
   add("SM", &WatchSummary::sm_clock_mhz, " MHz");
   add("power", &WatchSummary::power_w, " W");
@@ -326,14 +335,15 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
       parts.push_back(fmt::format("{}: {}", art.path, diff));
     }
     if (auto t = counter_changes(plan, b->pooled_samples(), c.pooled_samples()); !t.empty()) parts.push_back(t);
-    if (auto t = watch_changes(watch_summary(b->pool()), watch_summary(c.pool())); !t.empty()) parts.push_back("NVML: " + t);
+    if (auto t = watch_changes(watch_summary(b->pool()), watch_summary(c.pool())); !t.empty())
+      parts.push_back("NVML: " + t);
     if (parts.empty()) continue;
     if (lines.size() == kMaxBullets) {
       ++more;
       continue;
     }
-    lines.push_back(escape_cell(
-        fmt::format("- **{}** vs {}: {}", label, variant_label(plan, *base_cell), fmt::join(parts, "; "))));
+    lines.push_back(
+        escape_cell(fmt::format("- **{}** vs {}: {}", label, variant_label(plan, *base_cell), fmt::join(parts, "; "))));
   }
   if (lines.empty()) return {};
   std::string out = fmt::format(

@@ -9,8 +9,8 @@
 
 #include "doc/render.hpp"
 #include "record/compare.hpp"
-#include "util/text.hpp"
 #include "stats/quantile.hpp"
+#include "util/text.hpp"
 
 namespace abtrack::doc {
 namespace {
@@ -49,14 +49,16 @@ std::string csv_field(const std::string& s) {
 }
 
 // Δ%, absolute Δ and verdict columns of one compared metric from a comparison (or a note).
-void add_delta(std::vector<Value>& row, const record::Comparison* c, const std::string& metric, const std::string& note) {
+void add_delta(std::vector<Value>& row, const record::Comparison* c, const std::string& metric,
+               const std::string& note) {
   if (c) {
     for (const auto& m : c->metrics) {
       if (m.metric != metric) continue;
       const auto& r = m.result;
       row.push_back(r.absolute ? Value() : finite(r.delta_pct));
       row.push_back(r.absolute ? finite(r.delta_abs) : Value());
-      row.push_back(r.exact ? std::string(stats::to_string(r.verdict)) + " (exact)" : std::string(stats::to_string(r.verdict)));
+      row.push_back(r.exact ? std::string(stats::to_string(r.verdict)) + " (exact)"
+                            : std::string(stats::to_string(r.verdict)));
       return;
     }
     // The comparison names why this metric was left out ("t: no samples on this side").
@@ -210,7 +212,8 @@ std::string format_export(const ExportTable& t, ExportFormat format) {
         std::vector<std::string> f;
         for (std::size_t i = 0; i < row.size(); ++i) {
           const auto& v = row[i];
-          f.push_back(escape_cell(std::holds_alternative<double>(v) ? md_number(std::get<double>(v), format_of(i)) : text_of(v)));
+          f.push_back(escape_cell(std::holds_alternative<double>(v) ? md_number(std::get<double>(v), format_of(i))
+                                                                    : text_of(v)));
         }
         out += "| " + fmt::format("{}", fmt::join(f, " | ")) + " |\n";
       }
@@ -227,8 +230,7 @@ std::string format_export(const ExportTable& t, ExportFormat format) {
             double d = std::get<double>(v);
             if (d == std::floor(d) && std::fabs(d) < 1e15) o[t.columns[i]] = static_cast<long long>(d);
             else o[t.columns[i]] = d;
-          }
-          else o[t.columns[i]] = nullptr;
+          } else o[t.columns[i]] = nullptr;
         }
         arr.push_back(std::move(o));
       }

@@ -15,8 +15,8 @@ namespace abtrack::doc {
 namespace {
 
 struct Point {
-  double x;          // position on the axis (the value, or the index of a categorical value)
-  std::string text;  // the axis value as the plan spells it
+  double x;               // position on the axis (the value, or the index of a categorical value)
+  std::string text;       // the axis value as the plan spells it
   double median, lo, hi;  // lo == hi == median without a CI
   std::size_t n = 0;      // samples pooled
   bool ci = false;        // whether the median has a bounded 95% CI (6 samples or more)
@@ -113,8 +113,9 @@ std::string si_label(double v, int e) {
 std::vector<double> log_ticks(double lo, double hi) {
   std::vector<double> out;
   const double span = hi - lo;
-  const std::vector<double> steps = span < 1.2 ? std::vector<double>{1, 1.5, 2, 3, 5, 7} : span < 3 ? std::vector<double>{1, 2, 5}
-                                                                                                        : std::vector<double>{1};
+  const std::vector<double> steps = span < 1.2 ? std::vector<double>{1, 1.5, 2, 3, 5, 7}
+                                    : span < 3 ? std::vector<double>{1, 2, 5}
+                                               : std::vector<double>{1};
   for (double d = std::floor(lo); d <= std::ceil(hi) && out.size() < 50; ++d)
     for (double m : steps) {
       const double t = std::pow(10, d) * m;
@@ -192,7 +193,8 @@ std::string xml_escape(std::string_view text) {
 
 bool plan_has_plot(const plan::Plan& plan) {
   return plan.plot && !plan.axes.empty() &&
-         std::any_of(plan.metrics.begin(), plan.metrics.end(), [](const plan::Metric& m) { return m.better != plan::Better::none; });
+         std::any_of(plan.metrics.begin(), plan.metrics.end(),
+                     [](const plan::Metric& m) { return m.better != plan::Better::none; });
 }
 
 namespace {
@@ -204,7 +206,8 @@ struct XAxis {
   double min = 0, max = 0;
   // Where a value of the axis lies: its number (or log2), or its index when categorical.
   double position(const std::string& v) const {
-    if (!numeric) return static_cast<double>(std::find(axis->values.begin(), axis->values.end(), v) - axis->values.begin());
+    if (!numeric)
+      return static_cast<double>(std::find(axis->values.begin(), axis->values.end(), v) - axis->values.begin());
     double d = *util::parse_double(v);
     return log2 ? std::log2(d) : d;
   }
@@ -240,7 +243,8 @@ Series collect_series(const plan::Plan& plan, const std::vector<record::Record>&
     for (std::size_t a = 0; a < plan.axes.size(); ++a)
       if (a != xi) parts.push_back(plan.axes[a].name + "=" + c.cell.values[a]);
     std::string variant = parts.empty() ? "" : fmt::format("{}", fmt::join(parts, " "));
-    if (std::find(out.variants.begin(), out.variants.end(), variant) == out.variants.end()) out.variants.push_back(variant);
+    if (std::find(out.variants.begin(), out.variants.end(), variant) == out.variants.end())
+      out.variants.push_back(variant);
     if (!c.latest() || c.outcome() != runner::Outcome::pass) continue;
     auto pooled = c.pooled_samples();
     for (const auto* m : metrics) {
@@ -258,7 +262,9 @@ Series collect_series(const plan::Plan& plan, const std::vector<record::Record>&
   return out;
 }
 
-std::string legend_label(const std::string& variant, const plan::Metric& m) { return variant.empty() ? m.name : variant; }
+std::string legend_label(const std::string& variant, const plan::Metric& m) {
+  return variant.empty() ? m.name : variant;
+}
 
 // A log y axis when asked (plot: {y: log}), or unless told otherwise when a variant's values
 // span more than a decade (a linear axis would flatten its small values into one line).
@@ -289,21 +295,25 @@ struct Panel {
 std::string panel_frame(const Panel& p, const XAxis& x) {
   std::string s;
   s += fmt::format("<g class=\"panel\" data-metric=\"{}\">\n", xml_escape(p.metric->name));
-  s += fmt::format("<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">{}: median "
-                   "with 95% CI, {} is better</text>\n",
-                   px(kPlotLeft + kPlotWidth / 2), px(p.top + 24), xml_escape(p.label), plan::to_string(p.metric->better));
+  s += fmt::format(
+      "<text class=\"title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">{}: median "
+      "with 95% CI, {} is better</text>\n",
+      px(kPlotLeft + kPlotWidth / 2), px(p.top + 24), xml_escape(p.label), plan::to_string(p.metric->better));
   // Grid and y ticks.
   s += "<g class=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
   // A linear axis labels every tick with one prefix, from its largest (0.5 M, 1 M, 1.5 M); a log
   // axis each with its own (100, 1 k, 10 k).
-  const std::vector<double> ticks = p.log_y ? log_ticks(p.y_scale.d0, p.y_scale.d1) : nice_ticks(p.y_scale.d0, p.y_scale.d1, 6);
+  const std::vector<double> ticks =
+      p.log_y ? log_ticks(p.y_scale.d0, p.y_scale.d1) : nice_ticks(p.y_scale.d0, p.y_scale.d1, 6);
   double largest = 0;
   for (double t : ticks) largest = std::max(largest, std::fabs(t));
   for (double t : ticks) {
     double y = p.y(t);
-    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
-                     "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
-                     px(kPlotLeft), px(y), px(p.x_right), px(kPlotLeft - 6), px(y + 4), xml_escape(si_label(t, si_exponent(p.log_y ? t : largest))));
+    s += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/><text x=\"{3}\" y=\"{4}\" text-anchor=\"end\" "
+        "stroke=\"none\" fill=\"#333333\">{5}</text>\n",
+        px(kPlotLeft), px(y), px(p.x_right), px(kPlotLeft - 6), px(y + 4),
+        xml_escape(si_label(t, si_exponent(p.log_y ? t : largest))));
   }
   s += "</g>\n<g class=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
   // Every axis value is a tick; with many values only every k-th is labelled.
@@ -313,17 +323,20 @@ std::string panel_frame(const Panel& p, const XAxis& x) {
     double xp = p.x_scale(x.position(values[i]));
     s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", px(xp), px(p.y_top), px(p.y_bottom));
     if (i % every == 0)
-      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333333\">{}</text>", px(xp),
-                       px(p.y_bottom + 16), xml_escape(shorten(values[i], 16)));
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333333\">{}</text>",
+                       px(xp), px(p.y_bottom + 16), xml_escape(shorten(values[i], 16)));
     s += "\n";
   }
   s += "</g>\n";
-  s += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555555\"/>\n",
-                   px(kPlotLeft), px(p.y_top), px(kPlotWidth), px(p.y_bottom - p.y_top));
-  s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n", px(kPlotLeft + kPlotWidth / 2),
-                   px(p.y_bottom + 38), xml_escape(x.axis->name), x.log2 ? " (log scale)" : "");
-  s += fmt::format("<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
-                   px(18), px((p.y_top + p.y_bottom) / 2), xml_escape(p.log_y ? p.label + " (log scale)" : p.label));
+  s += fmt::format(
+      "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555555\"/>\n",
+      px(kPlotLeft), px(p.y_top), px(kPlotWidth), px(p.y_bottom - p.y_top));
+  s += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n",
+                   px(kPlotLeft + kPlotWidth / 2), px(p.y_bottom + 38), xml_escape(x.axis->name),
+                   x.log2 ? " (log scale)" : "");
+  s += fmt::format(
+      "<text class=\"ylabel\" x=\"0\" y=\"0\" text-anchor=\"middle\" transform=\"translate({} {}) rotate(-90)\">{}</text>\n",
+      px(18), px((p.y_top + p.y_bottom) / 2), xml_escape(p.log_y ? p.label + " (log scale)" : p.label));
   return s;
 }
 
@@ -335,33 +348,38 @@ std::string series_svg(const Panel& p, const XAxis& x, const std::string& varian
                               xml_escape(variant), colour, colour, xml_escape(legend_label(variant, *p.metric)));
   std::vector<std::string> line;
   for (const auto& pt : pts) line.push_back(px(p.x_scale(pt.x)) + "," + px(p.y(pt.median)));
-  s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr, fmt::join(line, " "));
+  s += fmt::format("<polyline class=\"line\" fill=\"none\" stroke-width=\"1.8\"{} points=\"{}\"/>\n", dash_attr,
+                   fmt::join(line, " "));
   const std::string& axis = x.axis->name;
   for (const auto& pt : pts) {
     double xp = p.x_scale(pt.x), yp = p.y(pt.median);
     // Without a bounded CI (fewer than 6 samples) the tooltip shows none, not [median, median].
     if (pt.ci)
-      s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
-                       "95% CI [{}, {}]</title>",
-                       xml_escape(pt.text), num(pt.median), num(pt.lo), num(pt.hi), xml_escape(variant),
-                       variant.empty() ? "" : ", ", xml_escape(axis + "=" + pt.text), num(pt.median), num(pt.lo), num(pt.hi));
+      s += fmt::format(
+          "<g class=\"point\" data-x=\"{}\" data-median=\"{}\" data-lo=\"{}\" data-hi=\"{}\"><title>{}{}{}: median {}, "
+          "95% CI [{}, {}]</title>",
+          xml_escape(pt.text), num(pt.median), num(pt.lo), num(pt.hi), xml_escape(variant), variant.empty() ? "" : ", ",
+          xml_escape(axis + "=" + pt.text), num(pt.median), num(pt.lo), num(pt.hi));
     else
-      s += fmt::format("<g class=\"point\" data-x=\"{}\" data-median=\"{}\"><title>{}{}{}: median {} (n={}: no 95% CI below 6 "
-                       "samples)</title>",
-                       xml_escape(pt.text), num(pt.median), xml_escape(variant), variant.empty() ? "" : ", ",
-                       xml_escape(axis + "=" + pt.text), num(pt.median), pt.n);
+      s += fmt::format(
+          "<g class=\"point\" data-x=\"{}\" data-median=\"{}\"><title>{}{}{}: median {} (n={}: no 95% CI below 6 "
+          "samples)</title>",
+          xml_escape(pt.text), num(pt.median), xml_escape(variant), variant.empty() ? "" : ", ",
+          xml_escape(axis + "=" + pt.text), num(pt.median), pt.n);
     if (pt.hi > pt.lo)
-      s += fmt::format("<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(xp),
-                       px(p.y(pt.lo)), px(p.y(pt.hi)), px(xp - 4), px(xp + 4));
-    s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" stroke=\"#ffffff\" stroke-width=\"0.8\"/></g>\n", px(xp), px(yp));
+      s += fmt::format(
+          "<path class=\"ci\" fill=\"none\" stroke-width=\"1.2\" d=\"M{0} {1}V{2}M{3} {1}H{4}M{3} {2}H{4}\"/>", px(xp),
+          px(p.y(pt.lo)), px(p.y(pt.hi)), px(xp - 4), px(xp + 4));
+    s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" stroke=\"#ffffff\" stroke-width=\"0.8\"/></g>\n", px(xp),
+                     px(yp));
   }
   return s + "</g>\n";
 }
 
 // One metric's panel: its frame, then the series and the legend in variant order (colours stay
 // with a variant across panels).
-std::string panel_svg(const plan::Plan& plan, const plan::Metric& m, std::size_t index, const Series& series, const XAxis& x,
-                      double legend_x) {
+std::string panel_svg(const plan::Plan& plan, const plan::Metric& m, std::size_t index, const Series& series,
+                      const XAxis& x, double legend_x) {
   const auto& by_variant = series.points.at(m.name);
   Panel p;
   p.metric = &m;
@@ -379,8 +397,10 @@ std::string panel_svg(const plan::Plan& plan, const plan::Metric& m, std::size_t
       first = false;
     }
   p.log_y = log_y_axis(plan, by_variant, lo);
-  p.y_scale = p.log_y ? padded(std::log10(lo), std::log10(hi), 0.08, p.y_bottom, p.y_top) : padded(lo, hi, 0.08, p.y_bottom, p.y_top);
-  p.x_scale = x.numeric ? padded(x.log2 ? std::log2(x.min) : x.min, x.log2 ? std::log2(x.max) : x.max, 0.05, kPlotLeft, p.x_right)
+  p.y_scale = p.log_y ? padded(std::log10(lo), std::log10(hi), 0.08, p.y_bottom, p.y_top)
+                      : padded(lo, hi, 0.08, p.y_bottom, p.y_top);
+  p.x_scale = x.numeric ? padded(x.log2 ? std::log2(x.min) : x.min, x.log2 ? std::log2(x.max) : x.max, 0.05, kPlotLeft,
+                                 p.x_right)
                         : Scale{-0.5, static_cast<double>(x.axis->values.size()) - 0.5, kPlotLeft, p.x_right};
 
   std::string s = panel_frame(p, x);
@@ -393,11 +413,12 @@ std::string panel_svg(const plan::Plan& plan, const plan::Metric& m, std::size_t
     auto dash = kDashes[(vi / std::size(kColours)) % std::size(kDashes)];
     std::string dash_attr = dash.empty() ? "" : fmt::format(" stroke-dasharray=\"{}\"", dash);
     s += series_svg(p, x, series.variants[vi], it->second, colour, dash_attr);
-    legend += fmt::format("<g class=\"entry\" stroke=\"{0}\" fill=\"{0}\"><line x1=\"{1}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" "
-                          "stroke-width=\"1.8\"{4}/><circle cx=\"{5}\" cy=\"{2}\" r=\"3.2\"/><text x=\"{6}\" y=\"{7}\" stroke=\"none\" "
-                          "fill=\"#222222\">{8}</text></g>\n",
-                          colour, px(legend_x), px(legend_y), px(legend_x + 24), dash_attr, px(legend_x + 12), px(legend_x + 30),
-                          px(legend_y + 4), xml_escape(shorten(legend_label(series.variants[vi], m), kLegendChars)));
+    legend += fmt::format(
+        "<g class=\"entry\" stroke=\"{0}\" fill=\"{0}\"><line x1=\"{1}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" "
+        "stroke-width=\"1.8\"{4}/><circle cx=\"{5}\" cy=\"{2}\" r=\"3.2\"/><text x=\"{6}\" y=\"{7}\" stroke=\"none\" "
+        "fill=\"#222222\">{8}</text></g>\n",
+        colour, px(legend_x), px(legend_y), px(legend_x + 24), dash_attr, px(legend_x + 12), px(legend_x + 30),
+        px(legend_y + 4), xml_escape(shorten(legend_label(series.variants[vi], m), kLegendChars)));
     legend_y += 18;
   }
   return s + "<g class=\"legend\">\n" + legend + "</g>\n</g>\n";
@@ -422,16 +443,19 @@ std::optional<std::string> plot_svg(const plan::Plan& plan, const std::vector<re
 
   std::size_t longest = 0;
   for (const auto* m : shown)
-    for (const auto& [variant, pts] : series.points.at(m->name)) longest = std::max(longest, code_points(legend_label(variant, *m)));
+    for (const auto& [variant, pts] : series.points.at(m->name))
+      longest = std::max(longest, code_points(legend_label(variant, *m)));
   const double legend_x = kPlotLeft + kPlotWidth + 24;
-  const double width = std::round(legend_x + 34 + kCharWidth * static_cast<double>(std::min(longest, kLegendChars)) + 16);
+  const double width =
+      std::round(legend_x + 34 + kCharWidth * static_cast<double>(std::min(longest, kLegendChars)) + 16);
   const double height = kPanelHeight * static_cast<double>(shown.size());
 
   std::string s;
   s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-                   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
-                   px(width), px(height));
+  s += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"11\">\n",
+      px(width), px(height));
   s += fmt::format("{}; regenerated with every run -->\n", kPlotMarker);
   s += fmt::format("<title>{}</title>\n", xml_escape(plan.title.empty() ? plan.experiment : plan.title));
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";

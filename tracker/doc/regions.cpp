@@ -48,23 +48,28 @@ std::vector<Region> find_regions(std::string_view text, const std::string& file)
       Location where{file, line_no, 1};
       if (std::find(kRegionNames.begin(), kRegionNames.end(), marker->name) == kRegionNames.end())
         throw Error(Exit::usage, where,
-                    fmt::format("unknown abtrack region '{}'{}", marker->name, util::suggestion_suffix(marker->name, kRegionNames)),
+                    fmt::format("unknown abtrack region '{}'{}", marker->name,
+                                util::suggestion_suffix(marker->name, kRegionNames)),
                     "the regions are summary, results and runs");
       if (marker->begin) {
         if (open)
           throw Error(Exit::usage, where,
-                      fmt::format("region '{}' begins inside region '{}' (opened at line {})", marker->name, open->name, open->begin_line),
+                      fmt::format("region '{}' begins inside region '{}' (opened at line {})", marker->name, open->name,
+                                  open->begin_line),
                       fmt::format("add <!-- abtrack:end {} --> before it", open->name));
         for (const auto& r : out)
           if (r.name == marker->name)
-            throw Error(Exit::usage, where, fmt::format("region '{}' appears twice (first at line {})", marker->name, r.begin_line));
+            throw Error(Exit::usage, where,
+                        fmt::format("region '{}' appears twice (first at line {})", marker->name, r.begin_line));
         open = Region{marker->name, next, 0, line_no};
       } else {
         if (!open || open->name != marker->name)
-          throw Error(Exit::usage, where,
-                      open ? fmt::format("end of region '{}' inside region '{}' (opened at line {})", marker->name, open->name, open->begin_line)
-                           : fmt::format("end of region '{}' without its begin marker", marker->name),
-                      fmt::format("regions look like <!-- abtrack:begin {0} --> ... <!-- abtrack:end {0} -->", marker->name));
+          throw Error(
+              Exit::usage, where,
+              open ? fmt::format("end of region '{}' inside region '{}' (opened at line {})", marker->name, open->name,
+                                 open->begin_line)
+                   : fmt::format("end of region '{}' without its begin marker", marker->name),
+              fmt::format("regions look like <!-- abtrack:begin {0} --> ... <!-- abtrack:end {0} -->", marker->name));
         open->content_end = pos;
         out.push_back(*open);
         open.reset();
@@ -73,7 +78,8 @@ std::vector<Region> find_regions(std::string_view text, const std::string& file)
     pos = next;
   }
   if (open)
-    throw Error(Exit::usage, Location{file, open->begin_line, 1}, fmt::format("region '{}' has no end marker", open->name),
+    throw Error(Exit::usage, Location{file, open->begin_line, 1},
+                fmt::format("region '{}' has no end marker", open->name),
                 fmt::format("add <!-- abtrack:end {} --> on a line of its own", open->name));
   return out;
 }

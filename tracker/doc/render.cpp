@@ -11,8 +11,8 @@
 #include "doc/plot.hpp"
 #include "record/compare.hpp"
 #include "stats/linear_fit.hpp"
-#include "stats/prediction.hpp"
 #include "stats/paired.hpp"
+#include "stats/prediction.hpp"
 #include "stats/quantile.hpp"
 #include "stats/sweep.hpp"
 #include "util/text.hpp"
@@ -100,7 +100,6 @@ std::string gates_text(const Record& r) {
   return fmt::format("✓ {}/{}", r.data.gates.size(), r.data.gates.size());
 }
 
-
 // "| variant | fit | R² |" rows: metric = fixed + marginal * x per variant (the other axes).
 std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cells) {
   const auto& model = *plan.model;
@@ -142,9 +141,10 @@ std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cel
     }
     rows += fmt::format("| {} | {} | {} | {} |\n", escape_cell(name), escape_cell(fit), r2, xs.size());
   }
-  return fmt::format("\n**Model:** `{}` = fixed + marginal × `{}`, least squares over every sample of the passing cells.\n\n"
-                     "| variant | fit | R² | samples |\n| --- | --- | ---: | ---: |\n{}",
-                     model.metric, model.axis, rows);
+  return fmt::format(
+      "\n**Model:** `{}` = fixed + marginal × `{}`, least squares over every sample of the passing cells.\n\n"
+      "| variant | fit | R² | samples |\n| --- | --- | ---: | ---: |\n{}",
+      model.metric, model.axis, rows);
 }
 
 // Comparisons whose cell and baseline ran on different machines (host, GPU names, driver).
@@ -161,7 +161,8 @@ std::string machine_warnings(const std::vector<CellComparison>& comps) {
         keys.push_back(key);
         std::vector<std::string> gpus;
         for (const auto& g : r->env.gpus) gpus.push_back(g.name);
-        descs.push_back(fmt::format("{} run {} on {} ({}{})", who, r->run, r->env.host.empty() ? "unknown host" : r->env.host,
+        descs.push_back(fmt::format("{} run {} on {} ({}{})", who, r->run,
+                                    r->env.host.empty() ? "unknown host" : r->env.host,
                                     gpus.empty() ? "no GPU" : fmt::format("{}", fmt::join(gpus, ", ")),
                                     r->env.driver.empty() ? "" : ", driver " + r->env.driver));
       }
@@ -175,7 +176,8 @@ std::string machine_warnings(const std::vector<CellComparison>& comps) {
   if (lines.empty()) return {};
   std::string out;
   for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
-  if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more comparisons across different machines\n", lines.size() - 10);
+  if (lines.size() > 10)
+    out += fmt::format("- ⚠ ... and {} more comparisons across different machines\n", lines.size() - 10);
   return out;
 }
 
@@ -189,14 +191,16 @@ std::string code_warnings(const std::vector<CellComparison>& comps) {
     const Record* b = cc.base->latest();
     if (c->code.same_code(b->code)) continue;
     auto name = [](const Record* r) { return r->code.short_name(); };
-    lines.push_back(fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
-                                "(run the baseline again on this code)",
-                                c->label(), b->run, name(b), c->run, name(c)));
+    lines.push_back(
+        fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
+                    "(run the baseline again on this code)",
+                    c->label(), b->run, name(b), c->run, name(c)));
   }
   if (lines.empty()) return {};
   std::string out;
   for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
-  if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more comparisons with a baseline on other code\n", lines.size() - 10);
+  if (lines.size() > 10)
+    out += fmt::format("- ⚠ ... and {} more comparisons with a baseline on other code\n", lines.size() - 10);
   return out;
 }
 
@@ -206,7 +210,7 @@ std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns
   std::vector<std::size_t> variant_axes;
   for (std::size_t a = 0; a < plan.axes.size(); ++a) {
     bool named = !plan.baseline || std::any_of(plan.baseline->begin(), plan.baseline->end(),
-                                                [&](const auto& kv) { return kv.first == plan.axes[a].name; });
+                                               [&](const auto& kv) { return kv.first == plan.axes[a].name; });
     if (named) variant_axes.push_back(a);
   }
   struct Group {
@@ -266,13 +270,15 @@ std::string warmup_note(const plan::Plan& plan) {
   }
   if (counts.empty()) return {};
   const int n = *counts.begin();
-  std::string what = counts.size() == 1
-                         ? fmt::format("The first {} sample{} of every invocation were dropped as warm-up (`warmup: {}`{})", n,
-                                       n == 1 ? "" : "s", n,
-                                       kept_whole.empty() ? "" : fmt::format("; none of {}", fmt::join(kept_whole, ", ")))
-                         : fmt::format("The first samples of every invocation were dropped as warm-up (`warmup:`): {}",
-                                       fmt::join(parts, ", "));
-  return " " + what + "; n, medians and comparisons use the rest, the records keep them apart (`warmup_samples`), and "
+  std::string what =
+      counts.size() == 1
+          ? fmt::format("The first {} sample{} of every invocation were dropped as warm-up (`warmup: {}`{})", n,
+                        n == 1 ? "" : "s", n,
+                        kept_whole.empty() ? "" : fmt::format("; none of {}", fmt::join(kept_whole, ", ")))
+          : fmt::format("The first samples of every invocation were dropped as warm-up (`warmup:`): {}",
+                        fmt::join(parts, ", "));
+  return " " + what +
+         "; n, medians and comparisons use the rest, the records keep them apart (`warmup_samples`), and "
          "gates hold for them too.";
 }
 
@@ -296,7 +302,8 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
   };
   auto rev_index = [&](const CellRuns* c) {
     return std::find_if(plan.revisions.begin(), plan.revisions.end(),
-                        [&](const auto& r) { return r.first == c->cell.values[0]; }) - plan.revisions.begin();
+                        [&](const auto& r) { return r.first == c->cell.values[0]; }) -
+           plan.revisions.begin();
   };
   std::vector<Step> steps;
   for (const auto& g : groups)
@@ -319,7 +326,8 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
   std::vector<stats::Comparison> family;
   for (const auto& st : steps)
     if (st.note.empty()) family.push_back(st.result);
-  const auto with_p = std::count_if(family.begin(), family.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  const auto with_p =
+      std::count_if(family.begin(), family.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
   if (with_p > 1) stats::adjust_family(family);
   std::string rows;
   std::size_t k = 0;
@@ -383,7 +391,8 @@ std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector
   return full;
 }
 
-std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<CellRuns>& cells, std::size_t& with_p) {
+std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<CellRuns>& cells,
+                                          std::size_t& with_p) {
   // Comparisons, then Holm across every p-value of the experiment.
   std::vector<CellComparison> comps(cells.size());
   for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -406,7 +415,8 @@ std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vec
     if (cells[i].outcome() != Outcome::pass)
       cc.unavailable = cells[i].outcome() == Outcome::fail ? "no verdict: a gate failed" : "no verdict: invalid run";
     else if (!base) cc.unavailable = "baseline pending";
-    else if (b->outcome() != Outcome::pass) cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
+    else if (b->outcome() != Outcome::pass)
+      cc.unavailable = "no verdict: baseline " + std::string(runner::to_string(b->outcome()));
     else {
       cc.result = record::compare_pools(plan, *b, cells[i]);
     }
@@ -421,7 +431,8 @@ std::size_t adjust_across_cells(std::vector<CellComparison>& comps) {
     for (auto& m : cc.result.metrics) family.push_back(&m.result);
   std::vector<stats::Comparison> flat;
   for (auto* c : family) flat.push_back(*c);
-  std::size_t with_p = std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
+  std::size_t with_p =
+      std::count_if(flat.begin(), flat.end(), [](const stats::Comparison& c) { return c.p_value.has_value(); });
   if (with_p > 1) {
     stats::adjust_family(flat);
     for (std::size_t i = 0; i < family.size(); ++i) *family[i] = flat[i];
@@ -458,7 +469,8 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   t += "|" + [&] {
     std::string s;
     // Axes, gates and outcome read as text; the numbers align right.
-    for (std::size_t i = 0; i < head.size(); ++i) s += (i < plan.axes.size() || i + 3 == head.size() || i + 2 == head.size()) ? " --- |" : " ---: |";
+    for (std::size_t i = 0; i < head.size(); ++i)
+      s += (i < plan.axes.size() || i + 3 == head.size() || i + 2 == head.size()) ? " --- |" : " ---: |";
     return s;
   }() + "\n";
   bool any_exact = false, any_absolute = false, any_paired = false;  // the footnote explains them when they occur
@@ -507,10 +519,12 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       // The watcher's throttle reasons over the pool's runs whose samples count (runner/watch.hpp).
       std::vector<std::string> throttled;
       for (const auto* p : c.pool())
-        if (p->data.outcome != Outcome::invalid) throttled = runner::merge_throttle(throttled, p->data.throttled.or_empty());
+        if (p->data.outcome != Outcome::invalid)
+          throttled = runner::merge_throttle(throttled, p->data.throttled.or_empty());
       any_throttled = any_throttled || !throttled.empty();
-      row.push_back(outcome_text(c.outcome()) +
-                    (throttled.empty() ? "" : escape_cell(fmt::format(" (*throttled*: {})", fmt::join(throttled, ", ")))));
+      row.push_back(
+          outcome_text(c.outcome()) +
+          (throttled.empty() ? "" : escape_cell(fmt::format(" (*throttled*: {})", fmt::join(throttled, ", ")))));
       std::vector<std::string> numbers;
       for (const auto* p : c.pool()) numbers.push_back(std::to_string(p->run));
       row.push_back(fmt::format("{}", fmt::join(numbers, ", ")));
@@ -530,24 +544,28 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
       if (with_p > 1) t += fmt::format("; p-values Holm–Bonferroni-adjusted over {} comparisons", with_p);
       t += ". A cell that fails a gate gets no verdict.";
       if (any_exact)
-        t += " *(exact)*: every sample of each arm is the same value, so the change is exact, with no CI and no p-value "
-             "(outside the Holm family); beyond ±" + fmt::format("{:g}", plan.min_effect_pct) + "% it is better or worse.";
+        t +=
+            " *(exact)*: every sample of each arm is the same value, so the change is exact, with no CI and no p-value "
+            "(outside the Holm family); beyond ±" +
+            fmt::format("{:g}", plan.min_effect_pct) + "% it is better or worse.";
       if (any_paired)
-        t += " *paired ×N*: the cell and its baseline were measured in the same N rounds of one invocation (interleaved), so "
-             "they are compared round by round, which cancels drift between rounds: Δ is the mean over the rounds of the "
-             "difference of the arms' mean log samples. σw is the spread of the samples within an invocation, σb that of "
-             "an invocation's own offset beyond what its round shares (Kalibera & Jones). *samples*: the invocations agree "
-             "(the rounds vary no more than the samples predict), so every sample counts (Student's t CI from the "
-             "within-invocation variance); *rounds*: they do not, so the round is the unit (Student's t on the rounds); "
-             "*auto*: `rounds: auto` looked after every round, so the CI is an anytime-valid confidence sequence "
-             "(docs/statistics.md).";
+        t +=
+            " *paired ×N*: the cell and its baseline were measured in the same N rounds of one invocation (interleaved), so "
+            "they are compared round by round, which cancels drift between rounds: Δ is the mean over the rounds of the "
+            "difference of the arms' mean log samples. σw is the spread of the samples within an invocation, σb that of "
+            "an invocation's own offset beyond what its round shares (Kalibera & Jones). *samples*: the invocations agree "
+            "(the rounds vary no more than the samples predict), so every sample counts (Student's t CI from the "
+            "within-invocation variance); *rounds*: they do not, so the round is the unit (Student's t on the rounds); "
+            "*auto*: `rounds: auto` looked after every round, so the CI is an anytime-valid confidence sequence "
+            "(docs/statistics.md).";
       if (any_absolute)
         t += " *(abs)*: a sample is ≤ 0, so there is no ratio: the change is the absolute B − A in the metric's unit "
              "(Hodges–Lehmann on the values), its CI judged against 0.";
     }
     if (any_throttled)
-      t += " *throttled*: NVML reported these clock-event reasons while the GPU was busy during a run of the pool, so its "
-           "times may be slower than the GPU's; `throttle: invalid` in the plan makes such runs invalid.";
+      t +=
+          " *throttled*: NVML reported these clock-event reasons while the GPU was busy during a run of the pool, so its "
+          "times may be slower than the GPU's; `throttle: invalid` in the plan makes such runs invalid.";
     t += "\n";
   }
   out["results"] = t;
@@ -624,10 +642,11 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
           deltas.push_back(mc->result.absolute ? std::nullopt : std::optional<double>(mc->result.delta_pct));
           ++verdicts[stats::verdict_text(mc->result)];
           if (predicted) {
-            stats::Prediction pr{plan.prediction->change_pct,
-                                 plan.prediction->range_pct
-                                     ? stats::Interval{plan.prediction->range_pct->first, plan.prediction->range_pct->second}
-                                     : stats::Interval{plan.prediction->change_pct, plan.prediction->change_pct}};
+            stats::Prediction pr{
+                plan.prediction->change_pct,
+                plan.prediction->range_pct
+                    ? stats::Interval{plan.prediction->range_pct->first, plan.prediction->range_pct->second}
+                    : stats::Interval{plan.prediction->change_pct, plan.prediction->change_pct}};
             judged.push_back(stats::judge_prediction(pr, mc->result.delta_ci_pct));
           }
         }
@@ -642,8 +661,10 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
         for (const auto& [v, n] : verdicts) vparts.push_back(fmt::format("{} {}", n, v));
         std::string judgement = "—";
         if (!judged.empty()) {
-          bool all_c = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::confirmed; });
-          bool all_r = std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::refuted; });
+          bool all_c = std::all_of(judged.begin(), judged.end(),
+                                   [](auto o) { return o == stats::PredictionOutcome::confirmed; });
+          bool all_r =
+              std::all_of(judged.begin(), judged.end(), [](auto o) { return o == stats::PredictionOutcome::refuted; });
           judgement = all_c ? "confirmed" : all_r ? "refuted" : "partly";
           judgement += fmt::format(" ({} of {} cells compared)", judged.size(), deltas.size());
         }
@@ -664,7 +685,8 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
     std::vector<std::string> names;
     for (const auto& m : plan.metrics)
       if (m.better != plan::Better::none) names.push_back(m.name);
-    std::string alt = fmt::format("{}: {} by {}", plan.experiment, fmt::join(names, ", "), plan.axes[plot_x_axis(plan)].name);
+    std::string alt =
+        fmt::format("{}: {} by {}", plan.experiment, fmt::join(names, ", "), plan.axes[plot_x_axis(plan)].name);
     std::erase_if(alt, [](char c) { return c == '[' || c == ']' || c == '\\' || c == '\n' || c == '\r'; });
     s += fmt::format("\n![{}]({})\n", escape_cell(alt), plot_link_target(plan));
   }
@@ -674,18 +696,20 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
   std::vector<const Record*> mine;
   for (const auto& r : records)
     if (r.experiment == plan.experiment) mine.push_back(&r);
-  std::string runs = "| run | cell | outcome | " + escape_cell(primary.name) + " median | reason | code |\n| ---: | --- | --- | ---: | --- | --- |\n";
+  std::string runs = "| run | cell | outcome | " + escape_cell(primary.name) +
+                     " median | reason | code |\n| ---: | --- | --- | ---: | --- | --- |\n";
   std::size_t shown = 0;
   for (auto it = mine.rbegin(); it != mine.rend() && shown < kRunsListed; ++it, ++shown) {
     const Record& r = **it;
     auto ps = r.data.samples.find(primary.name);
     std::string code = r.code.short_name();
-    runs += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run, escape_cell(r.label()), outcome_text(r.data.outcome),
-                        escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
-                        escape_cell(!r.data.reason.empty()     ? r.data.reason
-                                    : !r.data.throttled ? ""
-                                                               : fmt::format("throttled: {}", fmt::join(*r.data.throttled, ", "))),
-                        escape_cell(code));
+    runs +=
+        fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run, escape_cell(r.label()), outcome_text(r.data.outcome),
+                    escape_cell(ps == r.data.samples.end() ? "—" : median_text(ps->second, false)),
+                    escape_cell(!r.data.reason.empty() ? r.data.reason
+                                : !r.data.throttled    ? ""
+                                                    : fmt::format("throttled: {}", fmt::join(*r.data.throttled, ", "))),
+                    escape_cell(code));
   }
   if (std::size_t earlier = mine.size() - shown + options.runs_left_out; earlier > 0)
     runs += fmt::format("\n{} earlier runs: `abtrack log` or `git log` lists them.\n", earlier);

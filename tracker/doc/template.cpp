@@ -42,13 +42,16 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   if (plan.prediction) {
     const auto& p = *plan.prediction;
     prediction = fmt::format("`{}` changes by {}", p.metric, percent(p.change_pct));
-    if (p.range_pct) prediction += fmt::format(" (expected range {} to {})", percent(p.range_pct->first), percent(p.range_pct->second));
+    if (p.range_pct)
+      prediction +=
+          fmt::format(" (expected range {} to {})", percent(p.range_pct->first), percent(p.range_pct->second));
     prediction += " against the baseline.";
   }
-  std::string baseline = plan.baseline
-      ? fmt::format("{}; each cell is compared with the baseline cell that has its values on the other axes.",
-                    assignment_text(*plan.baseline))
-      : std::string("(none: cells are not compared)");
+  std::string baseline =
+      plan.baseline
+          ? fmt::format("{}; each cell is compared with the baseline cell that has its values on the other axes.",
+                        assignment_text(*plan.baseline))
+          : std::string("(none: cells are not compared)");
   std::string gates;
   for (const auto& g : plan.gates) gates += fmt::format("- `{}`\n", g.text);
   if (gates.empty()) gates = "- (none)\n";
@@ -57,7 +60,8 @@ std::string render_template(std::string_view tpl, const plan::Plan& plan, const 
   // Where the command runs: a revision's cells run in that revision's own checkout, not here.
   std::string where;
   if (plan.revisions.empty())
-    where = plan.workdir.empty() ? "from the repository root" : fmt::format("from `{}` in the repository", plan.workdir);
+    where =
+        plan.workdir.empty() ? "from the repository root" : fmt::format("from `{}` in the repository", plan.workdir);
   else {
     where = plan.workdir.empty() ? "from the root of" : fmt::format("from `{}` in", plan.workdir);
     where += " its revision's own checkout of that revision's code (never your work tree)";

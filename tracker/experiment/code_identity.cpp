@@ -44,7 +44,8 @@ gitstore::PathSet data_paths(const Context& ctx) {
   for (auto& f : doc::document_files(ctx.plan.doc)) paths.insert(std::move(f));
   // The plan itself: what it says about running the code is in each run's recipe
   // (plan::recipe); its prose is not code, so editing `why:` keeps the pools and the builds.
-  if (auto rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string(); !rel.empty() && !rel.starts_with(".."))
+  if (auto rel = ctx.plan.file.lexically_relative(ctx.repo.workdir()).generic_string();
+      !rel.empty() && !rel.starts_with(".."))
     paths.insert(rel);
   // The documents (and plots) of the other experiments, as their newest records name them.
   ctx.repo.with_head([&](const gitstore::TreeView& tree) {
@@ -54,8 +55,9 @@ gitstore::PathSet data_paths(const Context& ctx) {
   });
   // The plan's declared outputs, for every cell: artifacts are repo-relative, metric files
   // relative to the commands' working directory.
-  const bool declares = !ctx.plan.artifacts.empty() ||
-                        std::any_of(ctx.plan.metrics.begin(), ctx.plan.metrics.end(), [](const plan::Metric& m) { return !m.file.empty(); });
+  const bool declares =
+      !ctx.plan.artifacts.empty() || std::any_of(ctx.plan.metrics.begin(), ctx.plan.metrics.end(),
+                                                 [](const plan::Metric& m) { return !m.file.empty(); });
   if (declares)
     for (const auto& cell : ctx.plan.cells()) {
       for (const auto& a : ctx.plan.artifacts)
@@ -65,7 +67,8 @@ gitstore::PathSet data_paths(const Context& ctx) {
           if (auto p = repo_relative("", plan::substitute(ctx.plan, cell, o.build_log, false))) paths.insert(*p);
       for (const auto& m : ctx.plan.metrics)
         if (!m.file.empty())
-          if (auto p = repo_relative(ctx.plan.workdir, plan::substitute(ctx.plan, cell, m.file, false))) paths.insert(*p);
+          if (auto p = repo_relative(ctx.plan.workdir, plan::substitute(ctx.plan, cell, m.file, false)))
+            paths.insert(*p);
     }
   for (auto& p : seen_outputs(ctx)) paths.insert(std::move(p));
   return {paths.begin(), paths.end()};
@@ -94,11 +97,13 @@ record::Code code_identity(const Context& ctx, Progress& progress, std::optional
   std::optional<std::string> tree_of = head ? std::optional<std::string>(head->commit) : std::nullopt;
   if (code.dirty) {
     try {
-      code.snapshot = ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
-                                        code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
+      code.snapshot =
+          ctx.repo.snapshot(fmt::format("abtrack({}): snapshot of the work tree", ctx.plan.experiment),
+                            code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data);
       tree_of = code.snapshot;
     } catch (const Error& e) {
-      progress.warn("could not snapshot the work tree (the record says dirty without a snapshot): " + e.diagnostics().front().message);
+      progress.warn("could not snapshot the work tree (the record says dirty without a snapshot): " +
+                    e.diagnostics().front().message);
       return code;
     }
   }
@@ -149,7 +154,8 @@ std::vector<std::pair<std::string, std::string>> read_candidates(const Context& 
   if (!fs::exists(candidates_file(ctx), ec)) return out;
   for (auto line : util::split(util::read_file(candidates_file(ctx)), '\n')) {
     auto tab = line.find('\t');
-    if (tab != std::string_view::npos) out.emplace_back(std::string(line.substr(0, tab)), std::string(line.substr(tab + 1)));
+    if (tab != std::string_view::npos)
+      out.emplace_back(std::string(line.substr(0, tab)), std::string(line.substr(tab + 1)));
   }
   return out;
 }
@@ -161,7 +167,8 @@ std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, co
   auto now = ctx.repo.untracked({std::string(plan::kRunsFolder)});
   std::vector<std::string> fresh;
   for (const auto& f : now)
-    if (!std::binary_search(ctx.untracked_seen->begin(), ctx.untracked_seen->end(), f, by_version)) fresh.push_back(f.path);
+    if (!std::binary_search(ctx.untracked_seen->begin(), ctx.untracked_seen->end(), f, by_version))
+      fresh.push_back(f.path);
   ctx.untracked_seen = std::move(now);
   auto seen = seen_outputs(ctx);
   std::erase_if(fresh, [&](const std::string& p) { return std::find(seen.begin(), seen.end(), p) != seen.end(); });
@@ -184,7 +191,9 @@ std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, co
       if ((path == p || pat == pattern) && std::find(confirmed.begin(), confirmed.end(), path) == confirmed.end())
         confirmed.push_back(path);
   }
-  std::erase_if(candidates, [&](const auto& c) { return std::find(confirmed.begin(), confirmed.end(), c.first) != confirmed.end(); });
+  std::erase_if(candidates, [&](const auto& c) {
+    return std::find(confirmed.begin(), confirmed.end(), c.first) != confirmed.end();
+  });
   std::string text;
   for (const auto& [path, pat] : candidates) text += path + "\t" + pat + "\n";
   util::write_file_atomic(candidates_file(ctx), text);
@@ -201,12 +210,13 @@ std::vector<std::string> note_outputs(const Context& ctx, Progress& progress, co
   if (!std::includes(warned.begin(), warned.end(), lines.begin(), lines.end())) {
     warned.insert(lines.begin(), lines.end());
     std::vector<std::string> named(confirmed.begin(), confirmed.begin() + std::min<std::size_t>(confirmed.size(), 5));
-    progress.warn(fmt::format("the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
-                              "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
-                              "`git status`, add to .gitignore:\n  {}",
-                              fmt::join(named, ", "),
-                              confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
-                              fmt::join(lines, "\n  ")));
+    progress.warn(fmt::format(
+        "the commands wrote untracked files again ({}{}): abtrack counts them as outputs, not code (they stay "
+        "out of snapshots and the code's identity; .git/abtrack/outputs lists them). To keep them out of "
+        "`git status`, add to .gitignore:\n  {}",
+        fmt::join(named, ", "),
+        confirmed.size() > named.size() ? fmt::format(" and {} more", confirmed.size() - named.size()) : "",
+        fmt::join(lines, "\n  ")));
   }
   return confirmed;
 }
@@ -216,7 +226,8 @@ record::Code without_outputs(const Context& ctx, record::Code code) {
   const gitstore::PathSet data = data_paths(ctx);
   code.tree = ctx.repo.tree_without(code.snapshot, data);
   // The snapshot differed from its commit only in what are now outputs: the code is the commit's.
-  if (code.tree == ctx.repo.tree_without(code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data)) {
+  if (code.tree ==
+      ctx.repo.tree_without(code.commit.empty() ? std::nullopt : std::optional<std::string>(code.commit), data)) {
     code.dirty = false;
     code.snapshot.clear();
   }

@@ -47,12 +47,15 @@ std::string comparison_text(const record::Comparison& c, const std::string& metr
 // The plan's artifacts for a cell, hashed as they are now. A missing or unreadable file (or a
 // path an axis value leads outside the repository) is recorded without a hash.
 // A CUDA binary's compiled-code facts go with its hash (runner::cuda_facts).
-std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell, const std::filesystem::path& root) {
+std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cell& cell,
+                                             const std::filesystem::path& root) {
   std::vector<record::Artifact> out;
   auto relative = [&](const std::string& tpl) {
     return std::filesystem::path(plan::substitute(ctx.plan, cell, tpl, false)).lexically_normal().generic_string();
   };
-  auto inside = [](const std::string& p) { return !p.empty() && p != ".." && !p.starts_with("../") && !p.starts_with("/"); };
+  auto inside = [](const std::string& p) {
+    return !p.empty() && p != ".." && !p.starts_with("../") && !p.starts_with("/");
+  };
   for (std::size_t i = 0; i < ctx.plan.artifacts.size(); ++i) {
     record::Artifact a;
     a.path = relative(ctx.plan.artifacts[i]);
@@ -63,10 +66,12 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
         std::string bytes = util::read_file(file);
         a.sha256 = util::sha256_hex(bytes);
         a.bytes = bytes.size();
-        const plan::ArtifactOptions options = i < ctx.plan.artifact_options.size() ? ctx.plan.artifact_options[i] : plan::ArtifactOptions{};
+        const plan::ArtifactOptions options =
+            i < ctx.plan.artifact_options.size() ? ctx.plan.artifact_options[i] : plan::ArtifactOptions{};
         std::string log = options.build_log.empty() ? std::string() : relative(options.build_log);
         if (!log.empty() && !inside(log)) log.clear();
-        a.cuda = runner::cuda_facts(file, bytes, a.sha256, root / log, log, plan::substitute_regex(ctx.plan, cell, options.kernel));
+        a.cuda = runner::cuda_facts(file, bytes, a.sha256, root / log, log,
+                                    plan::substitute_regex(ctx.plan, cell, options.kernel));
       } catch (const Error&) {
         a.sha256.clear();
         a.cuda.reset();
@@ -81,8 +86,8 @@ std::vector<record::Artifact> hash_artifacts(const Context& ctx, const plan::Cel
 // makes of HEAD's records: abtrack's own output, which a step rewrites anyway, not an edit. Such
 // a file is put back to HEAD's bytes so that the commit finds it clean.
 // `head_doc`: HEAD's document (the base of the rendering); `records`: HEAD's, read on first use.
-bool restore_if_only_ours(const Context& ctx, Progress& progress, const gitstore::PathStatus& s, const std::string& head_doc,
-                          std::optional<std::vector<record::Record>>& records) {
+bool restore_if_only_ours(const Context& ctx, Progress& progress, const gitstore::PathStatus& s,
+                          const std::string& head_doc, std::optional<std::vector<record::Record>>& records) {
   if (s.code != " M") return false;  // staged, new or deleted: the user's doing
   if (s.path != ctx.plan.doc && s.path != doc::plot_path(ctx.plan)) return false;
   auto head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(s.path); });
@@ -96,9 +101,10 @@ bool restore_if_only_ours(const Context& ctx, Progress& progress, const gitstore
     return false;  // regions that do not parse: the user's edit
   }
   ctx.repo.write_work_tree(s.path, *head);
-  progress.warn(fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
-                            "this run rewrites it",
-                            s.path));
+  progress.warn(
+      fmt::format("{} differed from HEAD only in what abtrack writes there (e.g. after `abtrack render`): "
+                  "this run rewrites it",
+                  s.path));
   return true;
 }
 
@@ -114,7 +120,8 @@ bool preflight(const Context& ctx, Progress& progress) {
     throw Error(Exit::usage, Location{ctx.plan.doc, 0, 0}, "the document has no abtrack region",
                 "add <!-- abtrack:begin results --> and <!-- abtrack:end results --> on lines of their own "
                 "(also summary and runs, if you want them)");
-  auto scan = ctx.repo.settled_scan(doc::document_files(ctx.plan.doc), {std::string(plan::kRunsFolder)}, data_paths(ctx));
+  auto scan =
+      ctx.repo.settled_scan(doc::document_files(ctx.plan.doc), {std::string(plan::kRunsFolder)}, data_paths(ctx));
   watch_outputs(ctx);
   util::trace("preflight");
   std::vector<gitstore::PathStatus> changed;
@@ -124,47 +131,56 @@ bool preflight(const Context& ctx, Progress& progress) {
   if (changed.empty()) return scan.other_changes;
   std::vector<std::string> lines;
   bool doc_untracked = false;
-  const bool doc_in_head = ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(ctx.plan.doc).has_value(); });
+  const bool doc_in_head =
+      ctx.repo.with_head([&](const gitstore::TreeView& t) { return t.read(ctx.plan.doc).has_value(); });
   for (const auto& c : changed) {
     lines.push_back(fmt::format("{} ({})", c.path, util::trim(c.code)));
     doc_untracked |= c.path == ctx.plan.doc && c.code == "??" && !doc_in_head;
   }
-  std::string hint = doc_untracked
-      ? "the document is not committed yet: run `abtrack init` to commit it"
-      : fmt::format("abtrack commits these files and never overwrites your edits: commit them (git commit {0}) or set them "
-                    "aside (git stash push -- {0}), then run again",
-                    changed.front().path);
+  std::string hint =
+      doc_untracked
+          ? "the document is not committed yet: run `abtrack init` to commit it"
+          : fmt::format(
+                "abtrack commits these files and never overwrites your edits: commit them (git commit {0}) or set them "
+                "aside (git stash push -- {0}), then run again",
+                changed.front().path);
   throw Error(Exit::environment, fmt::format("uncommitted changes in {}", fmt::join(lines, ", ")), hint);
 }
 
 std::string commit_message(const plan::Plan& plan, const record::Record& rec) {
   const auto& d = rec.data;
-  std::string msg = one_line(fmt::format("abtrack({}): run {} {}: {}", plan.experiment, rec.run, rec.label(), runner::to_string(d.outcome)));
+  std::string msg = one_line(
+      fmt::format("abtrack({}): run {} {}: {}", plan.experiment, rec.run, rec.label(), runner::to_string(d.outcome)));
   msg += "\n\n";
   std::vector<std::string> body;
   if (!d.reason.empty()) body.push_back(d.reason);
   for (const auto& m : plan.metrics) {
     auto s = d.samples.find(m.name);
     if (s == d.samples.end() || s->second.empty()) continue;
-    std::string line = fmt::format("{} median {} (n={})", m.name, util::format_number(stats::median(s->second)), s->second.size());
+    std::string line =
+        fmt::format("{} median {} (n={})", m.name, util::format_number(stats::median(s->second)), s->second.size());
     if (rec.comparison)
       if (auto c = comparison_text(*rec.comparison, m.name); !c.empty()) line += " vs " + c;
     body.push_back(line);
   }
   for (const auto& g : d.gates) {
     if (!g.evaluated) body.push_back(fmt::format("gate {}: not evaluated", g.expression));
-    else body.push_back(fmt::format("gate {}: {} (worst {})", g.expression, g.holds ? "holds" : "FAILS", util::format_number(*g.worst)));
+    else
+      body.push_back(fmt::format("gate {}: {} (worst {})", g.expression, g.holds ? "holds" : "FAILS",
+                                 util::format_number(*g.worst)));
   }
   for (const auto& b : body) msg += one_line(b) + "\n";
-  msg += fmt::format("\nAbtrack-Experiment: {}\nAbtrack-Run: {}\nAbtrack-Cell: {}\nAbtrack-Outcome: {}\nAbtrack-Code: {}\n",
-                     plan.experiment, rec.run, one_line(rec.label()), runner::to_string(d.outcome), rec.code.trailer());
+  msg += fmt::format(
+      "\nAbtrack-Experiment: {}\nAbtrack-Run: {}\nAbtrack-Cell: {}\nAbtrack-Outcome: {}\nAbtrack-Code: {}\n",
+      plan.experiment, rec.run, one_line(rec.label()), runner::to_string(d.outcome), rec.code.trailer());
   return msg;
 }
 
 std::string result_line(const plan::Plan& plan, const record::Record& rec) {
   // Run 0: a measurement not committed as a run (bisect's).
-  std::string line = rec.run > 0 ? fmt::format("run {} {}: {}", rec.run, rec.label(), runner::to_string(rec.data.outcome))
-                                 : fmt::format("measured {}: {}", rec.label(), runner::to_string(rec.data.outcome));
+  std::string line = rec.run > 0
+                         ? fmt::format("run {} {}: {}", rec.run, rec.label(), runner::to_string(rec.data.outcome))
+                         : fmt::format("measured {}: {}", rec.label(), runner::to_string(rec.data.outcome));
   for (const auto& m : plan.metrics) {
     if (m.better == plan::Better::none) continue;
     auto s = rec.data.samples.find(m.name);
@@ -200,12 +216,15 @@ record::Record draft_record(const Context& ctx, Progress& progress, const runner
   // What was not measured or read says so, and the record keeps why (profiles, artifacts' cuda).
   for (const auto& p : run.profiles.or_empty())
     if (!p.ok())
-      progress.warn(fmt::format("{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
-                                p.status == "incomplete" ? "the other ncu metrics were recorded"
-                                                         : fmt::format("{} not measured in this run (its timed invocations count)",
-                                                                       fmt::join(p.metrics, ", "))));
+      progress.warn(fmt::format(
+          "{}: ncu {}: {}; {}", ctx.plan.label(run.cell), p.status, p.message,
+          p.status == "incomplete"
+              ? "the other ncu metrics were recorded"
+              : fmt::format("{} not measured in this run (its timed invocations count)", fmt::join(p.metrics, ", "))));
   for (const auto& a : rec.artifacts)
-    if (a.cuda && !a.cuda->error.empty()) progress.warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell), a.path, a.cuda->error));
+    if (a.cuda && !a.cuda->error.empty())
+      progress.warn(fmt::format("{}: the compiled-code facts of {} are incomplete: {}", ctx.plan.label(run.cell),
+                                a.path, a.cuda->error));
   if (rev && rev->build) rec.build = *rev->build;
   rec.doc = ctx.plan.doc;
   // A revision's commands run in its own tree: what appears in the user's work tree meanwhile
@@ -241,8 +260,8 @@ record::Record commit_run(Context& ctx, Progress& progress, const record::Record
     // The plot travels in the same commit; with nothing to plot an earlier plot stays (and stays linked).
     auto svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
     bool plot = svg.has_value() || tree_has_plot(tip, ctx.plan);
-    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot, history.runs_left_out,
-                                                                    history.command_s_left_out));
+    change.files.emplace_back(ctx.plan.doc, rendered_document(base_document(tip, ctx), ctx.plan, records, plot,
+                                                              history.runs_left_out, history.command_s_left_out));
     if (svg) change.files.emplace_back(doc::plot_path(ctx.plan), std::move(*svg));
     if (!rec.code.snapshot.empty()) {
       // A run number can come back (another branch, a reverted run): the earlier run's snapshot
@@ -261,14 +280,16 @@ record::Record commit_run(Context& ctx, Progress& progress, const record::Record
       if (r.data.id == draft.data.id) return r;
   }
   for (const auto& p : result.kept_edits)
-    progress.warn(fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
-                              "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
-                              "(git diff {} shows the difference)",
-                              p, p));
+    progress.warn(
+        fmt::format("{} in the work tree is not what the run committed (edited while the run was going on, or a file "
+                    "of yours at that path); your version is kept in the work tree and the committed one is in HEAD "
+                    "(git diff {} shows the difference)",
+                    p, p));
   if (ctx.repo.head_detached())
-    progress.warn(fmt::format("HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
-                              "another commit",
-                              committed.run));
+    progress.warn(fmt::format(
+        "HEAD is detached: run {} is committed on no branch; `git branch NAME` keeps it before you check out "
+        "another commit",
+        committed.run));
   return committed;
 }
 
@@ -288,7 +309,9 @@ class JournalEntry {
   ~JournalEntry() {
     int err = m_slot.wait();
     if (std::uncaught_exceptions() == m_exceptions) m_slot.clear();
-    else if (err != 0) m_progress.warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(), std::strerror(err)));
+    else if (err != 0)
+      m_progress.warn(fmt::format("the journal entry in {} could not be made durable: {}", m_slot.file().string(),
+                                  std::strerror(err)));
   }
   JournalEntry(const JournalEntry&) = delete;
   JournalEntry& operator=(const JournalEntry&) = delete;
@@ -322,7 +345,8 @@ int recover_journal(Context& ctx, Progress& progress) {
     }
     auto cell = record::plan_cell(ctx.plan, draft.cell);
     if (!cell) {
-      progress.warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(), draft.label()));
+      progress.warn(fmt::format("{} measured cell {}, which the plan no longer has; left in place", where.string(),
+                                draft.label()));
       return false;
     }
     // A revision's run measured the commit (or the work tree's snapshot) its revision named, which
@@ -333,14 +357,16 @@ int recover_journal(Context& ctx, Progress& progress) {
     if (!draft.cell.empty() && draft.cell.front().first == plan::kRevAxis) {
       for (const auto* id : {&draft.code.commit, &draft.code.snapshot})
         if (!id->empty() && ctx.repo.resolve(*id) != *id) {
-          progress.warn(fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
-                                    where.string(), draft.label(), id->substr(0, 12)));
+          progress.warn(
+              fmt::format("{} holds a measurement of {} on code {}, which this repository does not have; left in place",
+                          where.string(), draft.label(), id->substr(0, 12)));
           return false;
         }
     } else if (!draft.code.commit.empty() && !ctx.repo.head_contains(draft.code.commit)) {
-      progress.warn(fmt::format("{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
-                                "left in place: check out that branch and run abtrack step to commit it",
-                                where.string(), draft.label(), draft.code.commit.substr(0, 12)));
+      progress.warn(fmt::format(
+          "{} holds a measurement of {} on code {}, which HEAD's history does not contain (another branch?); "
+          "left in place: check out that branch and run abtrack step to commit it",
+          where.string(), draft.label(), draft.code.commit.substr(0, 12)));
       return false;
     }
     draft.data.cell = *cell;
@@ -349,7 +375,8 @@ int recover_journal(Context& ctx, Progress& progress) {
     draft.metric_specs = ctx.plan.metrics;
     const auto j = nlohmann::json::parse(content, nullptr, false);
     for (auto& m : draft.metric_specs) {
-      if (!j.is_object() || !j.contains("metrics") || !j["metrics"].is_object() || !j["metrics"].contains(m.name)) continue;
+      if (!j.is_object() || !j.contains("metrics") || !j["metrics"].is_object() || !j["metrics"].contains(m.name))
+        continue;
       const auto& e = j["metrics"][m.name];
       if (!e.is_object()) continue;
       if (e.contains("scale") && e["scale"].is_number()) m.scale = e["scale"].get<double>();
@@ -358,7 +385,8 @@ int recover_journal(Context& ctx, Progress& progress) {
     auto before = ctx.repo.head();
     auto rec = commit_run(ctx, progress, draft);
     if (ctx.repo.head() != before) {
-      progress.print(result_line(ctx.plan, rec) + "  (measured by an earlier invocation that was killed before committing it)\n");
+      progress.print(result_line(ctx.plan, rec) +
+                     "  (measured by an earlier invocation that was killed before committing it)\n");
       ++committed;
     }
     return true;

@@ -17,7 +17,6 @@ namespace abtrack::experiment {
 // plot that differed only in what abtrack writes is put back, with a warning to `progress`.
 bool preflight(const Context& ctx, Progress& progress);
 
-
 // The record of a measured run before it has a number (run 0): what the journal keeps. `rev`:
 // the revision whose tree the run ran in (its artifacts are there, its build goes into the
 // record); default: the work tree. What was not measured or read (an ncu profile, an artifact's

@@ -46,7 +46,8 @@ void sort_by_run(std::vector<T>& items, const RunOf& run_of) {
 }
 
 // The record of blob `oid` in full: from the cache, else parsed (and cached).
-record::Record full_record(const Context& ctx, const gitstore::TreeView& tree, std::string_view oid, const std::string& path) {
+record::Record full_record(const Context& ctx, const gitstore::TreeView& tree, std::string_view oid,
+                           const std::string& path) {
   record::Record r;
   if (ctx.cache->get(oid, record::Part::all, r)) return r;
   r = record::parse_record(tree.read_blob(oid), path);
@@ -107,7 +108,8 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
   std::vector<record::HeaderView> headers;
   headers.reserve(listed.size() + 1);
   for (const auto& l : listed) headers.push_back(l.first);
-  out.has_measurement = std::any_of(headers.begin(), headers.end(), [&](const record::HeaderView& h) { return h.id == next.data.id; });
+  out.has_measurement =
+      std::any_of(headers.begin(), headers.end(), [&](const record::HeaderView& h) { return h.id == next.data.id; });
   // The next run's header, last (the newest), through the cache's own encoding.
   std::string frame = record::encode_frame({}, next);
   record::decode_header(std::string_view(frame).substr(8), headers.emplace_back());
@@ -115,7 +117,8 @@ StepHistory load_step_history(const Context& ctx, const gitstore::TreeView& tree
   for (std::size_t i = 0; i < listed.size(); ++i) {
     const gitstore::Entry& file = *listed[i].second;
     if (full[i]) out.records.push_back(full_record(ctx, tree, file.oid(), dir + "/" + file.name));
-    else if (headers[i].experiment == ctx.plan.experiment) ++out.runs_left_out, out.command_s_left_out += headers[i].command_s;
+    else if (headers[i].experiment == ctx.plan.experiment)
+      ++out.runs_left_out, out.command_s_left_out += headers[i].command_s;
   }
   // Room for the run the step appends.
   out.records.reserve(out.records.size() + 1);
@@ -155,8 +158,9 @@ std::string base_document(const gitstore::TreeView& tree, const Context& ctx) {
   return doc::render_template(tpl, ctx.plan, tpl_name);
 }
 
-std::string rendered_document(const std::string& base, const plan::Plan& plan, const std::vector<record::Record>& records,
-                              bool plot, std::size_t runs_left_out, double command_s_left_out) {
+std::string rendered_document(const std::string& base, const plan::Plan& plan,
+                              const std::vector<record::Record>& records, bool plot, std::size_t runs_left_out,
+                              double command_s_left_out) {
   return doc::splice(base, plan.doc,
                      doc::render_regions(plan, records, doc::RenderOptions{plot, runs_left_out, command_s_left_out}));
 }
@@ -168,7 +172,8 @@ bool tree_has_plot(const gitstore::TreeView& tree, const plan::Plan& plan) {
 Rendering fresh_render(const Context& ctx, const std::string& base, const std::vector<record::Record>& records) {
   Rendering r;
   r.svg = ctx.plan.plot ? doc::plot_svg(ctx.plan, records) : std::nullopt;
-  const bool plot = r.svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
+  const bool plot =
+      r.svg || ctx.repo.with_head([&](const gitstore::TreeView& t) { return tree_has_plot(t, ctx.plan); });
   r.doc = rendered_document(base, ctx.plan, records, plot);
   return r;
 }
@@ -182,7 +187,8 @@ void check_paths_are_ours(const Context& ctx) {
     if (!fs::is_symlink(ctx.repo.workdir() / prefix, ec)) continue;
     auto target = fs::read_symlink(ctx.repo.workdir() / prefix, ec).generic_string();
     throw Error(Exit::environment,
-                fmt::format("{} is a symbolic link (to {}): a commit would put a file in its place", prefix.generic_string(), target),
+                fmt::format("{} is a symbolic link (to {}): a commit would put a file in its place",
+                            prefix.generic_string(), target),
                 "name the document's real path in the plan's doc:");
   }
   if (!doc::plan_has_plot(ctx.plan)) return;
@@ -195,9 +201,10 @@ void check_paths_are_ours(const Context& ctx) {
   if (fs::is_regular_file(ctx.repo.workdir() / plot, ec)) in_work_tree = util::read_file(ctx.repo.workdir() / plot);
   // (abtrack's plot in HEAD edited in the work tree is abtrack's: render puts it back)
   if (foreign(in_tree) || (!in_tree && foreign(in_work_tree)))
-    throw Error(Exit::environment,
-                fmt::format("{} is not a plot abtrack made, and abtrack writes the plot of {} there", plot, ctx.plan.doc),
-                "rename your file, or set plot: false in the plan");
+    throw Error(
+        Exit::environment,
+        fmt::format("{} is not a plot abtrack made, and abtrack writes the plot of {} there", plot, ctx.plan.doc),
+        "rename your file, or set plot: false in the plan");
 }
 
 }  // namespace abtrack::experiment

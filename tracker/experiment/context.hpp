@@ -18,7 +18,7 @@ namespace abtrack::experiment {
 struct Context {
   gitstore::Repository repo;
   plan::Plan plan;
-  std::string plan_name;  // as the user named it, for messages
+  std::string plan_name;                       // as the user named it, for messages
   std::shared_ptr<record::RecordCache> cache;  // parsed records by blob id (.git/abtrack/cache/)
   // The untracked files as of the last look (code_identity.hpp: outputs); nullopt: not watching.
   mutable std::optional<std::vector<gitstore::UntrackedFile>> untracked_seen;
@@ -42,8 +42,8 @@ struct StepHistory {
   std::vector<record::Record> records;
   std::size_t runs_left_out = 0;  // the experiment's other records (doc::RenderOptions::runs_left_out)
   double command_s_left_out = 0;  // the seconds their commands took
-  int last_run = 0;               // the highest run number among the record and tombstone (.dropped) file names, 0 when none
-  bool has_measurement = false;   // a record of the next run's measurement (its data.id) is in the tree
+  int last_run = 0;  // the highest run number among the record and tombstone (.dropped) file names, 0 when none
+  bool has_measurement = false;  // a record of the next run's measurement (its data.id) is in the tree
 };
 // Reads every record's header from the cache (parsing and caching the records that are new,
 // as load_records does) and only the records the document reads in full: a history of

@@ -20,11 +20,11 @@ struct RevisionRunOptions {
   int rounds = 0;                                // 0: the plan's `rounds:`, else 10
   std::optional<AutoRounds> automatic;           // rounds: auto instead of a number of rounds
   std::optional<std::uint64_t> seed;             // shuffles the order of the groups in each round
-  bool all = false;                              // every cell, not only those without a run on their code (--rev implies it)
-  bool rebuild = false;                          // build every revision again (--rebuild)
-  bool retry = false;                            // also the cells whose latest run on their code failed a gate
-  std::optional<plan::Cell> only;                // `step --cell`: this cell alone, once
-  bool step = false;                             // `step`: one run of the first cell without one
+  bool all = false;                // every cell, not only those without a run on their code (--rev implies it)
+  bool rebuild = false;            // build every revision again (--rebuild)
+  bool retry = false;              // also the cells whose latest run on their code failed a gate
+  std::optional<plan::Cell> only;  // `step --cell`: this cell alone, once
+  bool step = false;               // `step`: one run of the first cell without one
   // `bisect`: exactly these cells (of one group), every round, whether they have runs or not.
   std::optional<std::vector<plan::Cell>> group;
   RunOptions run;  // how the runs are made: dry run, early stop, commit or not, where results go

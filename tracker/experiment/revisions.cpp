@@ -21,7 +21,8 @@
 namespace abtrack::experiment {
 namespace fs = std::filesystem;
 
-void add_revision_override(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::string>& overrides) {
+void add_revision_override(const plan::Plan& plan, const std::string& spec,
+                           std::map<std::string, std::string>& overrides) {
   std::vector<std::string> names;
   for (const auto& [name, _] : plan.revisions) names.push_back(name);
   auto eq = spec.find('=');
@@ -33,15 +34,17 @@ void add_revision_override(const plan::Plan& plan, const std::string& spec, std:
     throw Error(Exit::usage, fmt::format("--rev {}: the plan has no revisions:", name),
                 "add revisions: {base: main, mine: WORKTREE} to compare code versions (docs/plan.md)");
   if (std::find(names.begin(), names.end(), name) == names.end())
-    throw Error(Exit::usage, fmt::format("--rev: the plan has no revision '{}'{}", name, util::suggestion_suffix(name, names)),
+    throw Error(Exit::usage,
+                fmt::format("--rev: the plan has no revision '{}'{}", name, util::suggestion_suffix(name, names)),
                 fmt::format("the plan's revisions: {}", fmt::join(names, ", ")));
   if (overrides.count(name)) throw Error(Exit::usage, fmt::format("--rev {} given twice", name));
   overrides[name] = spec.substr(eq + 1);
 }
 
-std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress, const std::map<std::string, std::string>& overrides) {
+std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress,
+                                        const std::map<std::string, std::string>& overrides) {
   std::vector<Revision> out;
-  std::optional<record::Code> worktree;  // one snapshot for every revision that names the work tree
+  std::optional<record::Code> worktree;            // one snapshot for every revision that names the work tree
   const gitstore::PathSet data = data_paths(ctx);  // read once, not once per revision
   for (const auto& [name, planned] : ctx.plan.revisions) {
     Revision r;
@@ -62,7 +65,9 @@ std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress, 
           "a branch, tag, commit id or expression such as HEAD~3 (git rev-parse accepts it), or WORKTREE";
       // A spec from --rev is the command line's, not the plan file's.
       if (!commit && o != overrides.end())
-        throw Error(Exit::usage, fmt::format("--rev {}={}: '{}' names no commit of this repository", name, r.spec, r.spec), kSpecHint);
+        throw Error(Exit::usage,
+                    fmt::format("--rev {}={}: '{}' names no commit of this repository", name, r.spec, r.spec),
+                    kSpecHint);
       if (!commit)
         throw Error(Exit::usage, Location{ctx.plan_name, 0, 0},
                     fmt::format("revision '{}': '{}' names no commit of this repository", name, r.spec), kSpecHint);
@@ -88,7 +93,9 @@ constexpr std::string_view kBuildIdVariable = "ABTRACK_BUILD_ID";
 // The work tree's name in .git/worktrees/.
 std::string worktree_name(const std::string& key) { return "abtrack-" + key; }
 
-std::string relative(const Context& ctx, const fs::path& p) { return p.lexically_relative(ctx.repo.workdir()).generic_string(); }
+std::string relative(const Context& ctx, const fs::path& p) {
+  return p.lexically_relative(ctx.repo.workdir()).generic_string();
+}
 
 // The processes of group `group` that have not exited (zombies left out), and whether one of
 // them carries `ABTRACK_BUILD_ID=<id>` in its environment: the group is still the build that id
@@ -150,7 +157,8 @@ void stop_orphan_build(const fs::path& root, Progress& progress) {
     ::kill(static_cast<pid_t>(-group), SIGKILL);
     for (int i = 0; i < 500 && group_members(static_cast<pid_t>(group), id).live > 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    progress.warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})", root.string(), group));
+    progress.warn(fmt::format("stopped a build that a killed abtrack left running in {} (process group {})",
+                              root.string(), group));
   }
   fs::remove(file, ec);
 }
@@ -260,14 +268,18 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
   const fs::path root = trees / rev.key;
   fs::create_directories(trees);
   // In use from here on (clean leaves it alone), for as long as the revision lives.
-  if (!rev.in_use) rev.in_use = std::make_shared<util::FileLock>(trees / (rev.key + ".lock"), std::nullopt, util::LockMode::shared);
+  if (!rev.in_use)
+    rev.in_use = std::make_shared<util::FileLock>(trees / (rev.key + ".lock"), std::nullopt, util::LockMode::shared);
   // One abtrack at a time writes and builds a tree; the others then find it done.
   util::FileLock building(trees / (rev.key + ".build.lock"));
   stop_orphan_build(root, progress);
-  for (const auto& [path, why] : remove_partials(trees, nullptr)) progress.warn(fmt::format("cannot remove {}: {}", path.string(), why));
+  for (const auto& [path, why] : remove_partials(trees, nullptr))
+    progress.warn(fmt::format("cannot remove {}: {}", path.string(), why));
   const std::string& commit = commit_of(rev.code);
   if (commit.empty())
-    throw Error(Exit::usage, fmt::format("revision '{}' ({}): the branch has no commit yet, so there is no code to check out", rev.name, rev.spec),
+    throw Error(Exit::usage,
+                fmt::format("revision '{}' ({}): the branch has no commit yet, so there is no code to check out",
+                            rev.name, rev.spec),
                 "commit the code first");
   std::error_code ec;
   std::optional<std::string> head;
@@ -275,11 +287,13 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
   if (!head) {
     // Absent, or left incomplete by an abtrack killed while writing it: made whole again.
     if (fs::exists(root, ec)) {
-      progress.info(fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
+      progress.info(
+          fmt::format("revision {}: {} was left incomplete; writing it again", rev.name, relative(ctx, root)));
       fs::remove_all(root, ec);
       if (ec) throw Error(Exit::environment, fmt::format("cannot remove {}: {}", root.string(), ec.message()));
     }
-    progress.info(fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12), relative(ctx, rev.dir)));
+    progress.info(fmt::format("revision {}: checking out {} as a work tree ({})", rev.name, commit.substr(0, 12),
+                              relative(ctx, rev.dir)));
     fs::create_directories(root);
     std::vector<std::string> missing;
     try {
@@ -295,9 +309,11 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
       throw;
     }
     if (!missing.empty())
-      progress.warn(fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}", rev.name,
-                                missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
-                                missing.size() > 5 ? ", ..." : ""));
+      progress.warn(
+          fmt::format("revision {}: {} Git LFS file{} without content in .git/lfs/objects stay pointers: {}{}",
+                      rev.name, missing.size(), missing.size() == 1 ? "" : "s",
+                      fmt::join(missing.begin(), missing.begin() + std::min<std::size_t>(missing.size(), 5), ", "),
+                      missing.size() > 5 ? ", ..." : ""));
     util::write_file_atomic(root / "ready", commit + "\n", util::Durability::ordinary);
   } else if (*head != commit) {
     // Another commit with the same code (it differs in abtrack's data): HEAD tells the truth.
@@ -309,8 +325,8 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
     if (ctx.plan.workdir.empty() || fs::is_directory(rev.dir / ctx.plan.workdir, ec)) return;
     runner::SetupResult missing;
     missing.invocation.command = ctx.plan.build;
-    missing.reason = fmt::format("revision '{}' ({}) has no folder '{}' (workdir:) in its tree{}", rev.name, rev.spec, ctx.plan.workdir,
-                                 after_build ? " after its build" : "");
+    missing.reason = fmt::format("revision '{}' ({}) has no folder '{}' (workdir:) in its tree{}", rev.name, rev.spec,
+                                 ctx.plan.workdir, after_build ? " after its build" : "");
     progress.warn(missing.reason + "; its runs are recorded as invalid");
     rev.failed_build = std::move(missing);
   };
@@ -319,9 +335,10 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
   if (!rebuild && fs::exists(ok, ec)) {  // built before: the cache
     rev.build = read_build(root / "build.json");
     if (auto outside = path_outside(ctx, ctx.plan.build))
-      progress.info(fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
-                                "part of what builds are cached by (--rebuild builds again)",
-                                rev.name, *outside));
+      progress.info(
+          fmt::format("revision {}: the cached build is used; the build names {}, outside the repository, which is not "
+                      "part of what builds are cached by (--rebuild builds again)",
+                      rev.name, *outside));
     return check_workdir(true);
   }
   progress.info(fmt::format("revision {}: build: {}", rev.name, ctx.plan.build));
@@ -332,18 +349,20 @@ void prepare_revision(const Context& ctx, Progress& progress, Revision& rev, boo
   BuildExecutor executor(root / "build.pid", runner::new_measurement_id().substr(0, 16), progress);
   auto result = runner::run_setup(p, executor, "build");
   const fs::path log = root / "build.log";
-  util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n", ctx.plan.build,
-                                           result.invocation.stdout_tail.size(), result.invocation.stdout_tail,
-                                           result.invocation.stderr_tail));
+  util::write_file_atomic(log, fmt::format("$ {}\n--- stdout (last {} bytes kept)\n{}\n--- stderr\n{}\n",
+                                           ctx.plan.build, result.invocation.stdout_tail.size(),
+                                           result.invocation.stdout_tail, result.invocation.stderr_tail));
   rev.built = true;
   if (result.ok) {
-    record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log), probe_toolchain(p, rev.dir, progress)};
+    record::Build b{ctx.plan.build, result.invocation.duration_s, runner::utc_now(), relative(ctx, log),
+                    probe_toolchain(p, rev.dir, progress)};
     util::write_file_atomic(root / "build.json", record::build_to_json(b));
     rev.build = std::move(b);
     util::write_file_atomic(ok, fmt::format("{:.3f} s\n", result.invocation.duration_s));
     return check_workdir(true);
   }
-  result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason, relative(ctx, log));
+  result.reason = fmt::format("build of revision '{}' ({}) failed: {} (log: {})", rev.name, rev.spec, result.reason,
+                              relative(ctx, log));
   progress.warn(result.reason + "; its runs are recorded as invalid");
   rev.failed_build = std::move(result);
 }
@@ -361,12 +380,15 @@ const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>&
       if (r.name == cell.values.front()) return &r;  // `rev` is the first axis
   std::vector<std::string> names;
   for (const auto& r : revisions) names.push_back(r.name);
-  throw Error(Exit::usage,
-              fmt::format("cell {} names no revision of this invocation", cell.values.empty() ? "(no values)" : plan.label(cell)),
-              fmt::format("the revisions resolved: {}", names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+  throw Error(
+      Exit::usage,
+      fmt::format("cell {} names no revision of this invocation",
+                  cell.values.empty() ? "(no values)" : plan.label(cell)),
+      fmt::format("the revisions resolved: {}", names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
 }
 
-CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys, int keep_recent) {
+CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys,
+                        int keep_recent) {
   CleanReport report;
   const fs::path trees = ctx.repo.state_dir() / "trees";
   report.failed = remove_partials(trees, &report.removed);

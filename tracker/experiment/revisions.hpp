@@ -22,16 +22,16 @@ inline constexpr std::string_view kWorktree = "WORKTREE";
 
 // One revision of the plan as resolved for this invocation.
 struct Revision {
-  std::string name;  // the plan's name for it: the value of the `rev` axis
-  std::string spec;  // what it names: "main", "HEAD~3", "WORKTREE", ...
-  record::Code code; // the commit (and for WORKTREE the snapshot) and the content identity
+  std::string name;   // the plan's name for it: the value of the `rev` axis
+  std::string spec;   // what it names: "main", "HEAD~3", "WORKTREE", ...
+  record::Code code;  // the commit (and for WORKTREE the snapshot) and the content identity
   // Its folder under .git/abtrack/trees/: one per code tree and build command (tree_key).
   std::string key;
   std::filesystem::path dir;  // its linked work tree (<key>/code): where it builds and its commands run
   // The build's result when it failed, or the revision's tree lacks the plan's workdir (the
   // runs of this revision are invalid with it).
   std::optional<runner::SetupResult> failed_build;
-  bool built = false;  // built by this invocation (false: the cached build was used)
+  bool built = false;                  // built by this invocation (false: the cached build was used)
   std::optional<record::Build> build;  // the successful build its runs measure (none: no build:)
   // Taken by prepare_revision and held (shared) for as long as this Revision or a copy lives:
   // `abtrack clean` leaves a tree in use alone.
@@ -39,12 +39,14 @@ struct Revision {
 };
 
 // Parses `--rev NAME=REVISION` overrides. Throws Error(usage) naming what is wrong.
-void add_revision_override(const plan::Plan& plan, const std::string& spec, std::map<std::string, std::string>& overrides);
+void add_revision_override(const plan::Plan& plan, const std::string& spec,
+                           std::map<std::string, std::string>& overrides);
 
 // Resolves every revision of the plan (the overrides replacing theirs). Throws Error(usage)
 // for a revision that names no commit, before anything runs. `progress`: for the work tree's
 // snapshot (code_identity).
-std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress, const std::map<std::string, std::string>& overrides);
+std::vector<Revision> resolve_revisions(const Context& ctx, Progress& progress,
+                                        const std::map<std::string, std::string>& overrides);
 
 // The folder name under .git/abtrack/trees/ of a code tree built by `build` (the command as the
 // plan gives it): a changed command builds in a folder of its own, and going back to the old
@@ -75,7 +77,7 @@ const Revision* revision_of(const plan::Plan& plan, const std::vector<Revision>&
 // What clean_trees did.
 struct CleanReport {
   std::vector<std::filesystem::path> removed;
-  std::vector<std::filesystem::path> in_use;  // held by a running abtrack: left alone
+  std::vector<std::filesystem::path> in_use;                          // held by a running abtrack: left alone
   std::vector<std::pair<std::filesystem::path, std::string>> failed;  // and why
 };
 
@@ -83,6 +85,7 @@ struct CleanReport {
 // `keep_recent` most recently used and those in use, with their work-tree registrations in
 // .git/worktrees/; and what killed writes left there. A build a killed abtrack left running in
 // a removed tree is stopped, with a warning to `progress`.
-CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys, int keep_recent);
+CleanReport clean_trees(const Context& ctx, Progress& progress, const std::vector<std::string>& keep_keys,
+                        int keep_recent);
 
 }  // namespace abtrack::experiment

@@ -53,11 +53,13 @@ std::map<std::string, Standing> judge(const plan::Plan& plan, const std::vector<
     const auto* base = find_cell(cells, *plan.baseline_for(v));
     if (!cell || !base || !cell->latest() || !base->latest()) continue;
     if (cell->outcome() != runner::Outcome::pass || base->outcome() != runner::Outcome::pass) {
-      out[label] = Standing{true, fmt::format("no verdict: {} {}", cell->outcome() != runner::Outcome::pass ? "its runs" : "the baseline's runs",
-                                              (cell->outcome() != runner::Outcome::pass ? cell->outcome() : base->outcome()) ==
-                                                      runner::Outcome::fail
-                                                  ? "failed a gate"
-                                                  : "are invalid")};
+      out[label] =
+          Standing{true, fmt::format("no verdict: {} {}",
+                                     cell->outcome() != runner::Outcome::pass ? "its runs" : "the baseline's runs",
+                                     (cell->outcome() != runner::Outcome::pass ? cell->outcome() : base->outcome()) ==
+                                             runner::Outcome::fail
+                                         ? "failed a gate"
+                                         : "are invalid")};
       continue;
     }
     for (auto& m : record::compare_pools(plan, *base, *cell).metrics) {
@@ -76,8 +78,8 @@ std::map<std::string, Standing> judge(const plan::Plan& plan, const std::vector<
     if (!fresh && it->second.text.starts_with("no verdict")) continue;
     it->second.decided = it->second.decided && decided;
     if (!it->second.text.empty()) it->second.text += "; ";
-    it->second.text += fmt::format("{} {} {} [{:+.1f}%, {:+.1f}%]", stats::verdict_text(c), entries[i].metric, stats::delta_text(c),
-                                   c.delta_ci_pct.lo, c.delta_ci_pct.hi);
+    it->second.text += fmt::format("{} {} {} [{:+.1f}%, {:+.1f}%]", stats::verdict_text(c), entries[i].metric,
+                                   stats::delta_text(c), c.delta_ci_pct.lo, c.delta_ci_pct.hi);
   }
   return out;
 }
@@ -97,7 +99,9 @@ std::optional<Noise> round_noise(const plan::Plan& plan, const record::CellRuns&
     for (double v : x) s += std::log(v);
     return s / static_cast<double>(x.size());
   };
-  auto positive = [](const std::vector<double>& x) { return !x.empty() && std::all_of(x.begin(), x.end(), [](double v) { return v > 0; }); };
+  auto positive = [](const std::vector<double>& x) {
+    return !x.empty() && std::all_of(x.begin(), x.end(), [](double v) { return v > 0; });
+  };
   if (rounds.size() >= 2) {
     std::vector<double> d;
     for (const auto& r : rounds)
@@ -114,7 +118,8 @@ std::optional<Noise> round_noise(const plan::Plan& plan, const record::CellRuns&
     std::vector<double> out;
     for (const auto* r : c.pool()) {
       auto s = r->data.samples.find(metric);
-      if (r->data.outcome != runner::Outcome::invalid && s != r->data.samples.end() && positive(s->second)) out.push_back(mean_log(s->second));
+      if (r->data.outcome != runner::Outcome::invalid && s != r->data.samples.end() && positive(s->second))
+        out.push_back(mean_log(s->second));
     }
     return out;
   };
@@ -139,8 +144,8 @@ std::vector<Unit> single_units(const std::vector<plan::Cell>& cells) {
   return out;
 }
 
-void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base, std::mt19937_64& rng,
-                  bool shuffle) {
+void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base,
+                  std::mt19937_64& rng, bool shuffle) {
   std::vector<std::size_t> order(units.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   if (shuffle)
@@ -171,7 +176,8 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
   std::vector<Unit> units = given;
   std::vector<plan::Cell> variants;
   auto present = [&](const plan::Cell& c) {
-    return std::any_of(units.begin(), units.end(), [&](const Unit& u) { return std::find(u.begin(), u.end(), c) != u.end(); });
+    return std::any_of(units.begin(), units.end(),
+                       [&](const Unit& u) { return std::find(u.begin(), u.end(), c) != u.end(); });
   };
   for (const auto& u : given)
     for (const auto& c : u)
@@ -182,9 +188,9 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
   std::mt19937_64 rng(opts.seed);
   const runner::Schedule base{1, opts.max_rounds, opts.seed, 1, new_batch_id(), true};
   const std::vector<record::Record> head = opts.dry_run ? head_records(ctx) : std::vector<record::Record>{};
-  progress.info(fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}", opts.max_rounds,
-                            opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
-                            opts.seed));
+  progress.info(fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}",
+                            opts.max_rounds, opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "",
+                            variants.size(), variants.size() == 1 ? "" : "s", opts.seed));
   std::map<std::string, Standing> standing;
   std::map<std::string, int> decided_at;
   const auto start = std::chrono::steady_clock::now();
@@ -195,11 +201,12 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
     std::vector<Unit> play;
     for (const auto& u : units) {
       const bool needed = r == 1 || std::any_of(u.begin(), u.end(), [&](const plan::Cell& c) {
-        if (is_variant(plan, c)) return !standing[plan.label(c)].decided;
-        // A baseline plays while a variant of it is undecided.
-        return std::any_of(variants.begin(), variants.end(),
-                           [&](const plan::Cell& v) { return *plan.baseline_for(v) == c && !standing[plan.label(v)].decided; });
-      });
+                            if (is_variant(plan, c)) return !standing[plan.label(c)].decided;
+                            // A baseline plays while a variant of it is undecided.
+                            return std::any_of(variants.begin(), variants.end(), [&](const plan::Cell& v) {
+                              return *plan.baseline_for(v) == c && !standing[plan.label(v)].decided;
+                            });
+                          });
       if (needed) play.push_back(u);
     }
     if (play.empty()) {
@@ -208,7 +215,8 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (opts.budget_s && r > 1 && elapsed + last_round_s > *opts.budget_s) {
-      stop_reason = fmt::format("the budget of {:g} s ({:.0f} s spent, a round takes {:.0f} s)", *opts.budget_s, elapsed, last_round_s);
+      stop_reason = fmt::format("the budget of {:g} s ({:.0f} s spent, a round takes {:.0f} s)", *opts.budget_s,
+                                elapsed, last_round_s);
       break;
     }
     Scheduled sched;
@@ -238,7 +246,8 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
     const std::string label = plan.label(v);
     const Standing& s = standing[label];
     if (s.decided)
-      progress.info(fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label], decided_at[label] == 1 ? "" : "s"));
+      progress.info(fmt::format("{}: {} (decided after {} round{})", label, s.text, decided_at[label],
+                                decided_at[label] == 1 ? "" : "s"));
     else
       progress.info(fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
                                 stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
@@ -264,16 +273,22 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
     std::optional<Noise> noise;
     if (base && c.latest() && base->latest()) noise = round_noise(plan, *base, c, primary->name);
     if (!noise) {
-      lines.push_back(fmt::format("{}: no recorded pools to judge by (needs 2 runs of it and of its baseline, or 2 paired rounds)",
-                                  plan.label(c.cell)));
+      lines.push_back(
+          fmt::format("{}: no recorded pools to judge by (needs 2 runs of it and of its baseline, or 2 paired rounds)",
+                      plan.label(c.cell)));
       continue;
     }
-    auto show = [&](std::optional<std::size_t> n) { return n ? fmt::format("~{}", *n) : fmt::format("more than {}", max_rounds); };
-    lines.push_back(fmt::format("{}: {} {:+.1f}%, per-round noise {:.2f}% (from {}): fixed rounds {}, rounds: auto {} (max_rounds {})",
-                                plan.label(c.cell), primary->name, std::expm1(noise->mean) * 100, noise->sd * 100, noise->from,
-                                show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, false, static_cast<std::size_t>(max_rounds))),
-                                show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, true, static_cast<std::size_t>(max_rounds))),
-                                max_rounds));
+    auto show = [&](std::optional<std::size_t> n) {
+      return n ? fmt::format("~{}", *n) : fmt::format("more than {}", max_rounds);
+    };
+    lines.push_back(fmt::format(
+        "{}: {} {:+.1f}%, per-round noise {:.2f}% (from {}): fixed rounds {}, rounds: auto {} (max_rounds {})",
+        plan.label(c.cell), primary->name, std::expm1(noise->mean) * 100, noise->sd * 100, noise->from,
+        show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, false,
+                                    static_cast<std::size_t>(max_rounds))),
+        show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, true,
+                                    static_cast<std::size_t>(max_rounds))),
+        max_rounds));
   }
   return lines;
 }

@@ -23,8 +23,8 @@ using Scheduled = std::vector<std::pair<plan::Cell, runner::Schedule>>;
 // over mt19937_64, whose output the standard fixes: a seed gives one schedule) when `shuffle`,
 // each unit's cells forwards in odd rounds and backwards in even ones. Every entry gets `base`
 // with its round and its position in `out`.
-void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base, std::mt19937_64& rng,
-                  bool shuffle);
+void append_round(Scheduled& out, const std::vector<Unit>& units, int round, runner::Schedule base,
+                  std::mt19937_64& rng, bool shuffle);
 
 // `rounds` rounds of `units` (append_round's, round after round, from an mt19937_64 seeded with
 // `seed`). `interleaved`: the units' order is shuffled in each round and every entry gets a new

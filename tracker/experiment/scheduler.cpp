@@ -1,6 +1,5 @@
 #include "experiment/scheduler.hpp"
 
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -36,7 +35,8 @@ util::ProcessResult CommandExecutor::execute(const util::ProcessSpec& spec) {
   return m_local.execute(with_gpu(spec));
 }
 
-util::ProcessResult CommandExecutor::execute_watched(const util::ProcessSpec& spec, util::HeapOptional<runner::Watch>& watch) {
+util::ProcessResult CommandExecutor::execute_watched(const util::ProcessSpec& spec,
+                                                     util::HeapOptional<runner::Watch>& watch) {
   if (m_gpu.empty() && !m_echo) return m_local.execute_watched(spec, watch);
   return m_local.execute_watched(with_gpu(spec), watch);
 }
@@ -54,22 +54,28 @@ std::optional<Error> EarlyStop::add(const record::Record& rec) {
   }
   m_first.push_back(rec);
   const auto code = status(m_first.front());
-  const bool cannot_run = code && (*code == 126 || *code == 127) &&
-                          std::all_of(m_first.begin(), m_first.end(), [&](const record::Record& r) { return status(r) == code; });
-  const bool same_reason = std::all_of(m_first.begin(), m_first.end(),
-                                       [&](const record::Record& r) { return r.data.reason == m_first.front().data.reason; });
+  const bool cannot_run =
+      code && (*code == 126 || *code == 127) &&
+      std::all_of(m_first.begin(), m_first.end(), [&](const record::Record& r) { return status(r) == code; });
+  const bool same_reason = std::all_of(m_first.begin(), m_first.end(), [&](const record::Record& r) {
+    return r.data.reason == m_first.front().data.reason;
+  });
   if (!(cannot_run && m_first.size() >= 2) && !(same_reason && m_first.size() >= 3)) {
     if (!cannot_run && !same_reason) m_done = true;
     return std::nullopt;
   }
   m_done = true;
-  std::string fix = cannot_run ? "is the program built, and its path right? (commands run from the repository root, or from workdir:; "
-                                 "with revisions: in the revision's work tree)"
-                               : "fix the command (or the setup)";
-  return Error(Exit::run_failed,
-               fmt::format("stopped after the first {} runs, all invalid alike: {}", m_first.size(), m_first.back().data.reason),
-               fix + "; then `abtrack run` runs the cells whose latest run is invalid again; "
-                     "--keep-going runs every cell however the first ones end");
+  std::string fix =
+      cannot_run
+          ? "is the program built, and its path right? (commands run from the repository root, or from workdir:; "
+            "with revisions: in the revision's work tree)"
+          : "fix the command (or the setup)";
+  return Error(
+      Exit::run_failed,
+      fmt::format("stopped after the first {} runs, all invalid alike: {}", m_first.size(), m_first.back().data.reason),
+      fix +
+          "; then `abtrack run` runs the cells whose latest run is invalid again; "
+          "--keep-going runs every cell however the first ones end");
 }
 
 record::Record compared_with_head(const Context& ctx, record::Record draft) {
@@ -93,7 +99,8 @@ std::string dry_result_line(const plan::Plan& plan, const record::Record& rec) {
 std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
   std::size_t n = 0;
   try {
-    auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
+    auto records =
+        ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
     for (const auto& c : record::cells_with_runs(ctx.plan, records))
       if (c.cell == cell) n = c.runs.size();
   } catch (const Error&) {
@@ -104,14 +111,14 @@ std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell) {
 }
 
 std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool failed, std::size_t* failed_left) {
-  auto records = ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
+  auto records =
+      ctx.repo.with_head([&](const gitstore::TreeView& t) { return load_records(ctx, t, record::Part::header); });
   std::vector<plan::Cell> out;
   for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
     const auto latest = c.runs.empty() ? std::nullopt : std::optional(c.latest()->data.outcome);
     if (!latest || (invalid && *latest == runner::Outcome::invalid) || (failed && *latest == runner::Outcome::fail))
       out.push_back(c.cell);
-    else if (failed_left && *latest == runner::Outcome::fail)
-      ++*failed_left;
+    else if (failed_left && *latest == runner::Outcome::fail) ++*failed_left;
   }
   return out;
 }
@@ -130,7 +137,8 @@ struct Site {
   const runner::SetupResult* before = nullptr;  // the build's failure, else the setup's result
 };
 
-Site site_of(const Context& ctx, const RunOptions& opts, const plan::Cell& cell, const std::optional<runner::SetupResult>& setup) {
+Site site_of(const Context& ctx, const RunOptions& opts, const plan::Cell& cell,
+             const std::optional<runner::SetupResult>& setup) {
   Site s;
   s.before = setup ? &*setup : nullptr;
   if (!opts.revisions) {
@@ -154,7 +162,8 @@ record::Code code_at_start(const Context& ctx, Progress& progress, const RunOpti
 
 // "round 2/6 rev=mine x=1" for a cell of several rounds, else its label.
 std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const runner::Schedule& sched) {
-  return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell)) : plan.label(cell);
+  return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell))
+                          : plan.label(cell);
 }
 
 std::unique_ptr<runner::Executor> make_executor(const RunOptions& opts, const std::string& gpu, util::OutputFn echo) {
@@ -195,8 +204,8 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
     const Site site = site_of(ctx, opts, cell, setup);
-    const record::Code code =
-        code_at_start(ctx, progress, opts, site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
+    const record::Code code = code_at_start(
+        ctx, progress, opts, site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
     progress.cell_started(i, progress_label(ctx.plan, cell, sched));
     auto invocation = [&](int r, int n) { progress.invocation_started(r, n); };
     runner::Run run;
@@ -205,12 +214,15 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
-      throw Error(Exit::interrupted, fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
-                                                 ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
+      throw Error(Exit::interrupted,
+                  fmt::format("{} while running {}; nothing was recorded for it: {}", e.diagnostics().front().message,
+                              ctx.plan.label(cell), interrupted_cell_state(ctx, cell)));
     }
     progress.cell_measured();
     auto draft = draft_record(ctx, progress, run, code, site.rev);
-    auto rec = opts.dry_run ? compared_with_head(ctx, std::move(draft)) : !opts.commit ? draft : journal_and_commit(ctx, progress, draft);
+    auto rec = opts.dry_run   ? compared_with_head(ctx, std::move(draft))
+               : !opts.commit ? draft
+                              : journal_and_commit(ctx, progress, draft);
     const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
     if (opts.results_as_info) progress.info(line);
     else progress.result(line, rec);
@@ -270,7 +282,9 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
         continue;
       }
       if (slot.draft) {
-        auto rec = opts.dry_run ? compared_with_head(ctx, *slot.draft) : !opts.commit ? *slot.draft : commit_run(ctx, progress, *slot.draft);
+        auto rec = opts.dry_run   ? compared_with_head(ctx, *slot.draft)
+                   : !opts.commit ? *slot.draft
+                                  : commit_run(ctx, progress, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
         const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
         if (opts.results_as_info) progress.info(line);
@@ -294,13 +308,15 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
       const auto& [cell, sched] = cells[i];
       // The code identity is taken on this thread (libgit2), when the cell starts.
       slots[i].site = site_of(ctx, opts, cell, setup);
-      slots[i].code = code_at_start(ctx, progress, opts, *slots[i].site, i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
+      slots[i].code = code_at_start(ctx, progress, opts, *slots[i].site,
+                                    i == 0 && !setup && !opts.setup_done ? std::optional<bool>(dirty) : std::nullopt);
       std::string gpu;
       if (!free_gpus.empty()) {
         gpu = free_gpus.front();
         free_gpus.pop_front();
       }
-      progress.info(fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched), gpu.empty() ? "" : " (gpu " + gpu + ")"));
+      progress.info(fmt::format("[{}/{}] {}{}", i + 1, cells.size(), progress_label(ctx.plan, cell, sched),
+                                gpu.empty() ? "" : " (gpu " + gpu + ")"));
       ++running;
       // Made on this thread, as the Progress and the factory expect; used on the cell's own.
       auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
@@ -362,8 +378,9 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
     std::sort(stopped.begin(), stopped.end());
     std::vector<std::string> states;
     for (std::size_t i : stopped) states.push_back(interrupted_cell_state(ctx, cells[i].first));
-    throw Error(Exit::interrupted, fmt::format("{}; the running cells were stopped and nothing was recorded for them{}{}", *interrupted,
-                                               states.empty() ? "" : ": ", fmt::join(states, ", ")));
+    throw Error(Exit::interrupted,
+                fmt::format("{}; the running cells were stopped and nothing was recorded for them{}{}", *interrupted,
+                            states.empty() ? "" : ": ", fmt::join(states, ", ")));
   }
   if (stopped_early) throw *stopped_early;
 }
@@ -437,8 +454,11 @@ CollectResult collect_loop(Context& ctx, Progress& progress, double wait_s, bool
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, wait_s));
   for (;;) {
     out.waiting = 0;
-    for (auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment)) out.waiting += collect_one(ctx, progress, s, out);
-    if (out.waiting == 0 || std::chrono::steady_clock::now() >= deadline || (stop_on_interrupt && util::interrupt_signal())) break;
+    for (auto& s : runner::slurm::outstanding(slurm_base(ctx), ctx.plan.experiment))
+      out.waiting += collect_one(ctx, progress, s, out);
+    if (out.waiting == 0 || std::chrono::steady_clock::now() >= deadline ||
+        (stop_on_interrupt && util::interrupt_signal()))
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   return out;
@@ -475,8 +495,9 @@ int run_slurm(Context& ctx, Progress& progress, const std::vector<plan::Cell>& c
     if (!out) todo.push_back(c);
   }
   if (todo.empty()) {
-    progress.info(fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
-                              subs.empty() ? std::string("?") : subs.back().job_id));
+    progress.info(
+        fmt::format("every pending cell is already submitted (slurm job {}); `abtrack collect` commits the results",
+                    subs.empty() ? std::string("?") : subs.back().job_id));
     return 0;
   }
   runner::LocalExecutor executor;
@@ -501,9 +522,9 @@ int run_slurm(Context& ctx, Progress& progress, const std::vector<plan::Cell>& c
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error(Exit::environment, "cannot find the abtrack binary (/proc/self/exe) for the Slurm tasks");
-  auto s = runner::slurm::submit(ctx.plan, todo, slurm_base(ctx), exe,
-                                 {{"code_commit", code.commit}, {"code_dirty", code.dirty ? "true" : "false"},
-                                  {"code_snapshot", code.snapshot}});
+  auto s = runner::slurm::submit(
+      ctx.plan, todo, slurm_base(ctx), exe,
+      {{"code_commit", code.commit}, {"code_dirty", code.dirty ? "true" : "false"}, {"code_snapshot", code.snapshot}});
   progress.print(fmt::format("submitted slurm job {} ({} cells)\n", s.job_id, todo.size()));
   if (detach) {
     progress.info(fmt::format("results go to {}; `abtrack collect` commits them", s.dir.string()));

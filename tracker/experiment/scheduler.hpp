@@ -88,9 +88,10 @@ std::string dry_result_line(const plan::Plan& plan, const record::Record& rec);
 std::string interrupted_cell_state(const Context& ctx, const plan::Cell& cell);
 
 // Runs the cells one after the other after the plan's setup, one commit per run, telling
-// `progress` each cell's start, invocations and result (Progress::cells_started .. cells_done). `dirty`: the preflight's finding, good for the first cell (later cells scan
-// again: a setup or the user may change files meanwhile). SIGINT: Error(interrupted) naming
-// what became of the cell. With `opts.early_stop`, EarlyStop's error is thrown when it fires.
+// `progress` each cell's start, invocations and result (Progress::cells_started .. cells_done). `dirty`: the
+// preflight's finding, good for the first cell (later cells scan again: a setup or the user may change files
+// meanwhile). SIGINT: Error(interrupted) naming what became of the cell. With `opts.early_stop`, EarlyStop's error is
+// thrown when it fires.
 void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
                 bool dirty, const RunOptions& opts, int& worst_exit);
 

@@ -12,13 +12,11 @@ double worst_sample(plan::Op op, double threshold, const std::vector<double>& s)
     case plan::Op::gt:
     case plan::Op::ge: return *std::min_element(s.begin(), s.end());
     case plan::Op::eq:
-      return *std::max_element(s.begin(), s.end(), [&](double a, double b) {
-        return std::fabs(a - threshold) < std::fabs(b - threshold);
-      });
+      return *std::max_element(s.begin(), s.end(),
+                               [&](double a, double b) { return std::fabs(a - threshold) < std::fabs(b - threshold); });
     case plan::Op::ne:
-      return *std::min_element(s.begin(), s.end(), [&](double a, double b) {
-        return std::fabs(a - threshold) < std::fabs(b - threshold);
-      });
+      return *std::min_element(s.begin(), s.end(),
+                               [&](double a, double b) { return std::fabs(a - threshold) < std::fabs(b - threshold); });
   }
   return s.front();
 }

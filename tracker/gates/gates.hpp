@@ -10,12 +10,12 @@
 namespace abtrack::gates {
 
 struct GateResult {
-  std::string expression;        // as written in the plan
+  std::string expression;  // as written in the plan
   std::string metric;
-  bool evaluated = false;        // false when the metric has no samples (the run is invalid)
+  bool evaluated = false;  // false when the metric has no samples (the run is invalid)
   bool holds = false;
-  std::optional<double> worst;   // the sample furthest on the wrong side (or nearest the limit)
-  std::size_t violations = 0;    // samples for which it does not hold
+  std::optional<double> worst;  // the sample furthest on the wrong side (or nearest the limit)
+  std::size_t violations = 0;   // samples for which it does not hold
 };
 
 // Evaluates each gate against the metric's samples. A gate whose metric has no samples is

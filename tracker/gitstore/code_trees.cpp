@@ -29,11 +29,14 @@ bool trees_match_except(git_repository* repo, const git_tree* a, const git_tree*
       if (is_data(path)) continue;
       const git_tree_entry* f = git_tree_entry_byname(y, git_tree_entry_name(e));
       if (!f) return false;
-      if (git_oid_equal(git_tree_entry_id(e), git_tree_entry_id(f)) && git_tree_entry_filemode(e) == git_tree_entry_filemode(f))
+      if (git_oid_equal(git_tree_entry_id(e), git_tree_entry_id(f)) &&
+          git_tree_entry_filemode(e) == git_tree_entry_filemode(f))
         continue;
-      if (!holds_data(path) || git_tree_entry_type(e) != GIT_OBJECT_TREE || git_tree_entry_type(f) != GIT_OBJECT_TREE) return false;
+      if (!holds_data(path) || git_tree_entry_type(e) != GIT_OBJECT_TREE || git_tree_entry_type(f) != GIT_OBJECT_TREE)
+        return false;
       Tree sx, sy;
-      if (git_tree_lookup(sx.out(), repo, git_tree_entry_id(e)) != 0 || git_tree_lookup(sy.out(), repo, git_tree_entry_id(f)) != 0)
+      if (git_tree_lookup(sx.out(), repo, git_tree_entry_id(e)) != 0 ||
+          git_tree_lookup(sy.out(), repo, git_tree_entry_id(f)) != 0)
         return false;
       if (!trees_match_except(repo, sx.get(), sy.get(), path + "/", data)) return false;
     }
@@ -44,7 +47,8 @@ bool trees_match_except(git_repository* repo, const git_tree* a, const git_tree*
 }
 }  // namespace
 
-bool Repository::same_tree_except(const std::string& a, const std::string& b, const std::vector<std::string>& data) const {
+bool Repository::same_tree_except(const std::string& a, const std::string& b,
+                                  const std::vector<std::string>& data) const {
   git_oid ia, ib;
   if (git_oid_fromstr(&ia, a.c_str()) != 0 || git_oid_fromstr(&ib, b.c_str()) != 0) return false;
   Tree ta, tb;
@@ -59,7 +63,8 @@ bool Repository::same_tree_except(const std::string& a, const std::string& b, co
   return trees_match_except(m_repo, ta.get(), tb.get(), "", data);
 }
 
-std::string Repository::tree_without(const std::optional<std::string>& commit, const std::vector<std::string>& data) const {
+std::string Repository::tree_without(const std::optional<std::string>& commit,
+                                     const std::vector<std::string>& data) const {
   git_oid empty;
   check_git(git_oid_fromstr(&empty, "4b825dc642cb6eb9a060e54bf8d69288fbee4904"), "naming the empty tree");
   if (!commit) return hex(empty);
@@ -86,7 +91,8 @@ std::string Repository::tree_without(const std::optional<std::string>& commit, c
   }
   if (updates.empty()) return hex(*git_tree_id(tree.get()));
   git_oid id;
-  check_git(git_tree_create_updated(&id, m_repo, tree.get(), updates.size(), updates.data()), "computing the code's identity");
+  check_git(git_tree_create_updated(&id, m_repo, tree.get(), updates.size(), updates.data()),
+            "computing the code's identity");
   return hex(id);
 }
 
@@ -123,7 +129,8 @@ std::string Repository::snapshot(const std::string& message, const std::optional
     auto size = fs::file_size(s->root / path, ec);
     return (!ec && size > (64u << 20)) ? 1 : 0;
   };
-  check_git(retry_while_files_change([&] { return git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &skip); }),
+  check_git(retry_while_files_change(
+                [&] { return git_index_add_all(index.get(), &all, GIT_INDEX_ADD_DEFAULT, skip_large, &skip); }),
             "adding untracked files to the snapshot");
   Commit parent_commit;
   const git_commit* parents[1] = {nullptr};
@@ -142,7 +149,8 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   // snapshot's diff against its parent shows only code.
   for (const auto& p : keep) {
     if (!p.empty() && p.back() == '/')
-      check_git(git_index_remove_directory(index.get(), p.substr(0, p.size() - 1).c_str(), 0), "leaving " + p + " out of the snapshot");
+      check_git(git_index_remove_directory(index.get(), p.substr(0, p.size() - 1).c_str(), 0),
+                "leaving " + p + " out of the snapshot");
     else if (git_index_get_bypath(index.get(), p.c_str(), 0))
       check_git(git_index_remove_bypath(index.get(), p.c_str()), "leaving " + p + " out of the snapshot");
   }
@@ -178,8 +186,9 @@ std::string Repository::snapshot(const std::string& message, const std::optional
   Signature sig;
   check_git(git_signature_new(sig.out(), "abtrack", "abtrack@localhost", when, 0), "making the snapshot signature");
   git_oid id;
-  check_git(git_commit_create(&id, m_repo, nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), n, parents),
-            "creating the snapshot commit");
+  check_git(
+      git_commit_create(&id, m_repo, nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(), n, parents),
+      "creating the snapshot commit");
   return hex(id);
 }
 

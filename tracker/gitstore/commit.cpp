@@ -91,8 +91,8 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     TreeView view(m_repo, old_tree.get(), tip.oid ? std::optional<std::string>(hex(*tip.oid)) : std::nullopt);
     change = build(view);
     if (change.skip) return result;  // result.commit stays empty
-    const git_oid id = write_commit(m_repo, tip.oid, write_tree(m_repo, old_tree.get(), change), author.get(), committer.get(),
-                                    change.message);
+    const git_oid id = write_commit(m_repo, tip.oid, write_tree(m_repo, old_tree.get(), change), author.get(),
+                                    committer.get(), change.message);
     // The sync marker (see finish_interrupted_sync) also names, as absolute paths, the git locks
     // this invocation takes while it exists: the branch's and the index's. A lock left by a kill
     // inside that window is ours, and remove_stale_locks knows it from the marker's time.
@@ -104,8 +104,9 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     // Compare-and-swap: move the ref only if it still points where we built on.
     const std::string reflog = "commit: " + change.message.substr(0, change.message.find('\n'));
     Reference ref;
-    int rc = tip.oid ? git_reference_create_matching(ref.out(), m_repo, tip.ref.c_str(), &id, 1, &*tip.oid, reflog.c_str())
-                     : git_reference_create(ref.out(), m_repo, tip.ref.c_str(), &id, 0, reflog.c_str());
+    int rc = tip.oid
+                 ? git_reference_create_matching(ref.out(), m_repo, tip.ref.c_str(), &id, 1, &*tip.oid, reflog.c_str())
+                 : git_reference_create(ref.out(), m_repo, tip.ref.c_str(), &id, 0, reflog.c_str());
     util::trace("commit object written");
     if (rc == 0) {
       result.commit = hex(id);
@@ -117,7 +118,9 @@ Committed Repository::commit(const std::function<Change(const TreeView&)>& build
     if (rc != GIT_EMODIFIED && rc != GIT_ELOCKED && rc != GIT_EEXISTS) check_git(rc, "updating " + tip.ref);
     if (attempt >= kMaxAttempts) {
       if (rc == GIT_ELOCKED)
-        throw Error(Exit::environment, fmt::format("{} stayed locked through {} attempts: {}", tip.ref, attempt, ref_lock(m_repo, tip.ref).string()),
+        throw Error(Exit::environment,
+                    fmt::format("{} stayed locked through {} attempts: {}", tip.ref, attempt,
+                                ref_lock(m_repo, tip.ref).string()),
                     "if no git process is running, remove that lock file");
       throw Error(Exit::environment, fmt::format("{} kept moving; gave up after {} attempts", tip.ref, attempt));
     }

@@ -117,8 +117,7 @@ git_signature* make_signature(git_repository* repo, const char* who) {
   if (!name) name = config_string(repo, "user.name");
   if (!email) email = config_string(repo, "user.email");
   if (!name || !email)
-    throw Error(Exit::environment,
-                fmt::format("no git identity: {} is not set", !name ? "user.name" : "user.email"),
+    throw Error(Exit::environment, fmt::format("no git identity: {} is not set", !name ? "user.name" : "user.email"),
                 "run git config --global user.name \"Your Name\" and git config --global user.email you@example.com "
                 "(or set GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL and GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL)");
   git_signature* sig = nullptr;
@@ -172,14 +171,17 @@ Error index_error(git_repository* repo) {
   const std::string why = last_git_message();
   const std::string where = (fs::path(git_repository_path(repo)) / "index").string();
   if (why.find("'link'") != std::string::npos)
-    return Error(Exit::environment,
-                 fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read", where),
-                 "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
-  return Error(Exit::environment, fmt::format("cannot read the index {}: {}", where, why),
-               why.find("checksum") != std::string::npos
-                   ? "the file is damaged (git does not check its checksum when it reads it): `git status` shows what git "
-                     "makes of it, and `git update-index --really-refresh` writes it again from what git read"
-                   : std::string());
+    return Error(
+        Exit::environment,
+        fmt::format("the index {} is split (git update-index --split-index), which abtrack (libgit2 1.5) cannot read",
+                    where),
+        "unsplit it: git update-index --no-split-index (and git config core.splitIndex false if it is set)");
+  return Error(
+      Exit::environment, fmt::format("cannot read the index {}: {}", where, why),
+      why.find("checksum") != std::string::npos
+          ? "the file is damaged (git does not check its checksum when it reads it): `git status` shows what git "
+            "makes of it, and `git update-index --really-refresh` writes it again from what git read"
+          : std::string());
 }
 
 void free_tree(git_tree* tree) {

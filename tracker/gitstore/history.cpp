@@ -57,7 +57,8 @@ HistoryEntry entry_of(git_commit* c) {
 
 std::optional<std::string> Repository::resolve_in_user_history(const std::string& spec, std::string_view own) const {
   const auto cut = spec.find_first_of("~^");
-  if (spec.find("@{") != std::string::npos || spec.find("^{") != std::string::npos || spec.find(':') != std::string::npos)
+  if (spec.find("@{") != std::string::npos || spec.find("^{") != std::string::npos ||
+      spec.find(':') != std::string::npos)
     return resolve(spec);
   auto base = resolve(spec.substr(0, cut));
   if (!base) return std::nullopt;
@@ -121,7 +122,8 @@ std::optional<std::string> Repository::resolve(const std::string& spec) const {
   return out;
 }
 
-std::optional<std::vector<std::string>> Repository::first_parent_path(const std::string& good, const std::string& bad) const {
+std::optional<std::vector<std::string>> Repository::first_parent_path(const std::string& good,
+                                                                      const std::string& bad) const {
   const git_oid stop = parse_oid(good);
   std::vector<std::string> out;
   git_oid at = parse_oid(bad);
@@ -158,7 +160,8 @@ std::optional<HistoryEntry> Repository::head_entry() const {
 std::optional<HistoryEntry> Repository::entry(const std::string& commit) const {
   git_oid id;
   Commit c;
-  if (commit.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, commit.c_str()) != 0 || git_commit_lookup(c.out(), m_repo, &id) != 0) {
+  if (commit.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, commit.c_str()) != 0 ||
+      git_commit_lookup(c.out(), m_repo, &id) != 0) {
     git_error_clear();
     return std::nullopt;
   }

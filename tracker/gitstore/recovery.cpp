@@ -38,7 +38,8 @@ void Repository::write_sync_marker(const std::string& content) const {
   }
   ::close(fd);
   if (n != static_cast<ssize_t>(content.size()))
-    throw Error(Exit::environment, fmt::format("cannot write {}: {}", marker.string(), std::strerror(n < 0 ? err : ENOSPC)));
+    throw Error(Exit::environment,
+                fmt::format("cannot write {}: {}", marker.string(), std::strerror(n < 0 ? err : ENOSPC)));
 }
 
 void Repository::clear_sync_marker() const {
@@ -66,7 +67,8 @@ namespace {
 // A lock taken within seconds of `note`'s modification time (the killed process's own): a lock a
 // user's git took later is left alone.
 void remove_lock_taken_near(const fs::path& note, const std::string& lock) {
-  struct stat note_st {}, lock_st {};
+  struct stat note_st {
+  }, lock_st{};
   std::error_code ec;
   if (!lock.empty() && ::stat(note.c_str(), &note_st) == 0 && ::stat(lock.c_str(), &lock_st) == 0 &&
       lock_st.st_mtime >= note_st.st_mtime - 1 && lock_st.st_mtime <= note_st.st_mtime + 5)

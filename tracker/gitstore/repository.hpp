@@ -23,8 +23,8 @@ namespace abtrack::gitstore {
 // A file in a folder of a tree. The id is kept inline (no allocation: a step lists a folder of
 // thousands of records).
 struct Entry {
-  std::string name;                  // file name within the folder
-  std::array<char, 40> oid_hex{};    // blob id, 40 hex digits
+  std::string name;                // file name within the folder
+  std::array<char, 40> oid_hex{};  // blob id, 40 hex digits
   std::string_view oid() const { return {oid_hex.data(), oid_hex.size()}; }
 };
 
@@ -59,7 +59,7 @@ struct Change {
   std::string message;
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::pair<std::string, std::string>> refs;  // refs to point at ids once committed
-  std::vector<std::string> removals;  // files of the tip it removes (repo-relative paths)
+  std::vector<std::string> removals;                      // files of the tip it removes (repo-relative paths)
 };
 
 struct Committed {
@@ -72,7 +72,7 @@ struct Committed {
 struct HistoryEntry {
   std::string commit;
   std::string first_parent;  // "" for a root commit
-  std::int64_t time = 0;   // committer time, seconds since the epoch
+  std::int64_t time = 0;     // committer time, seconds since the epoch
   std::string subject;
   std::vector<std::pair<std::string, std::string>> trailers;
   // The value of the first trailer `key`, or "".
@@ -189,7 +189,8 @@ class Repository {
   // the repository's lfs/objects/ gets that content (git sees the file unchanged); the paths
   // of pointers whose content is missing are returned. A leftover registration `name` (of a
   // work tree whose folder is gone) is replaced. Throws Error(environment).
-  std::vector<std::string> add_worktree(const std::string& name, const std::filesystem::path& dir, const std::string& commit) const;
+  std::vector<std::string> add_worktree(const std::string& name, const std::filesystem::path& dir,
+                                        const std::string& commit) const;
   // The commit a linked work tree's HEAD names, nullopt when `dir` is none (or is broken).
   std::optional<std::string> worktree_head(const std::filesystem::path& dir) const;
   // Moves a linked work tree's detached HEAD to `commit`, updating the files that differ
@@ -236,7 +237,8 @@ class Repository {
   // The same for files a commit removed: a work-tree file still as in `before` is deleted (an
   // edited one is the user's and is kept, in `kept_edits`), and an index entry still naming
   // `before`'s blob goes (one the user staged stays).
-  void sync_removals(git_tree* before, const std::vector<std::string>& paths, std::vector<std::string>& kept_edits) const;
+  void sync_removals(git_tree* before, const std::vector<std::string>& paths,
+                     std::vector<std::string>& kept_edits) const;
   // `content` as a checkout writes it at `path` (line-ending conversion and the other filters
   // .gitattributes and core.autocrlf ask for); itself when none applies.
   std::string to_work_tree(const std::string& path, const std::string& content) const;
@@ -265,7 +267,8 @@ class Repository {
   // The paths a status walk that leaves the top-level folders `leave_out` alone must name:
   // every other top-level entry of HEAD's tree, the index and the work-tree root (so new
   // untracked files count), plus `also`. Empty when there is nothing to walk.
-  std::vector<std::string> walk_paths(const std::vector<std::string>& leave_out, const std::vector<std::string>& also) const;
+  std::vector<std::string> walk_paths(const std::vector<std::string>& leave_out,
+                                      const std::vector<std::string>& also) const;
   // Calls `fn(path, flags)` for each changed path among `paths` (exact paths or folders, no
   // pattern matching) until it returns true.
   void walk_status(const std::vector<std::string>& paths, const std::function<bool(const char*, unsigned)>& fn) const;

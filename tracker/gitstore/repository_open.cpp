@@ -40,9 +40,11 @@ Repository Repository::discover(const fs::path& start) {
   std::string msg = rc < 0 ? last_git_message() : std::string();
   if (rc == GIT_EOWNER || msg.find("not owned by current user") != std::string::npos) {
     std::string path = start.string();
-    if (auto a = msg.find('\''), b = msg.find('\'', a + 1); a != std::string::npos && b != std::string::npos) path = msg.substr(a + 1, b - a - 1);
+    if (auto a = msg.find('\''), b = msg.find('\'', a + 1); a != std::string::npos && b != std::string::npos)
+      path = msg.substr(a + 1, b - a - 1);
     while (path.size() > 1 && path.back() == '/') path.pop_back();
-    throw Error(Exit::environment, fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it", path),
+    throw Error(Exit::environment,
+                fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it", path),
                 fmt::format("if you trust it: git config --global --add safe.directory {}", path));
   }
   if (rc == GIT_ENOTFOUND) {
@@ -53,7 +55,8 @@ Repository Repository::discover(const fs::path& start) {
       if (::stat((p / ".git").c_str(), &st) == 0) {
         if (st.st_uid != ::geteuid())
           throw Error(Exit::environment,
-                      fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it", p.string()),
+                      fmt::format("the repository at {} is owned by another user; git (and abtrack) refuse to use it",
+                                  p.string()),
                       fmt::format("if you trust it: git config --global --add safe.directory {}", p.string()));
         break;
       }
@@ -64,10 +67,11 @@ Repository Repository::discover(const fs::path& start) {
   }
   if (rc < 0) {
     if (msg.find("extension") != std::string::npos)
-      throw Error(Exit::environment, "the repository uses a git extension that abtrack (libgit2 1.5) does not support: " + msg,
-                  msg.find("worktreeconfig") != std::string::npos
-                      ? "if nothing relies on per-worktree config: git config --unset extensions.worktreeConfig; otherwise run abtrack in a clone"
-                      : "abtrack cannot commit safely here; run it in a clone without that extension");
+      throw Error(
+          Exit::environment, "the repository uses a git extension that abtrack (libgit2 1.5) does not support: " + msg,
+          msg.find("worktreeconfig") != std::string::npos
+              ? "if nothing relies on per-worktree config: git config --unset extensions.worktreeConfig; otherwise run abtrack in a clone"
+              : "abtrack cannot commit safely here; run it in a clone without that extension");
     throw Error(Exit::environment, "cannot open the git repository: " + msg);
   }
   if (git_repository_is_bare(repo)) {
@@ -94,7 +98,8 @@ std::optional<std::string> Repository::head() const {
 bool Repository::head_contains(const std::string& commit) const {
   auto tip = read_tip(m_repo);
   git_oid want;
-  if (!tip.oid || git_oid_fromstrn(&want, commit.data(), commit.size()) != 0 || commit.size() != GIT_OID_HEXSZ) return false;
+  if (!tip.oid || git_oid_fromstrn(&want, commit.data(), commit.size()) != 0 || commit.size() != GIT_OID_HEXSZ)
+    return false;
   if (git_oid_equal(&*tip.oid, &want)) return true;
   return git_graph_descendant_of(m_repo, &*tip.oid, &want) == 1;
 }

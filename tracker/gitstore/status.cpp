@@ -36,7 +36,8 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
     for (auto& d : dirs) specs.push_back(d.data());
     git_status_options opts = GIT_STATUS_OPTIONS_INIT;
     opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-    opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+    opts.flags =
+        GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
     opts.pathspec = {specs.data(), specs.size()};
     StatusList list;
     check_git(git_status_list_new(list.out(), m_repo, &opts), "reading the status of " + dirs.front());
@@ -51,11 +52,12 @@ std::vector<PathStatus> Repository::status(const std::vector<std::string>& paths
 }
 
 std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& leave_out,
-                                               const std::vector<std::string>& also) const {
+                                                const std::vector<std::string>& also) const {
   std::vector<std::string> top;
   auto add = [&](std::string_view path) {
     std::string name(path.substr(0, path.find('/')));
-    if (name.empty() || name == ".git" || std::find(leave_out.begin(), leave_out.end(), name) != leave_out.end()) return;
+    if (name.empty() || name == ".git" || std::find(leave_out.begin(), leave_out.end(), name) != leave_out.end())
+      return;
     if (std::find(top.begin(), top.end(), name) == top.end()) top.push_back(std::move(name));
   };
   std::optional<std::string> commit;
@@ -66,7 +68,8 @@ std::vector<std::string> Repository::walk_paths(const std::vector<std::string>& 
   // neither of the others.
   Index index;
   if (git_repository_index(index.out(), m_repo) < 0) throw index_error(m_repo);
-  for (std::size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i) add(git_index_get_byindex(index.get(), i)->path);
+  for (std::size_t i = 0, n = git_index_entrycount(index.get()); i < n; ++i)
+    add(git_index_get_byindex(index.get(), i)->path);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(m_workdir, ec)) add(e.path().filename().string());
   for (const auto& p : also)
@@ -83,8 +86,8 @@ void Repository::walk_status(const std::vector<std::string>& paths,
   opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
   // Exact paths: libgit2 then walks only these entries of HEAD's tree, the index and the work
   // tree (a folder named covers everything under it) instead of matching every file.
-  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES |
-               GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+               GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH;
   opts.pathspec = {specs.data(), specs.size()};
   struct Payload {
     const std::function<bool(const char*, unsigned)>& fn;
@@ -109,7 +112,8 @@ Repository::Scan Repository::settled_scan(const std::vector<std::string>& watche
   finish_interrupted_sync();
   Scan scan;
   walk_status(walk_paths(leave_out, watched), [&](const char* path, unsigned flags) {
-    if (std::find(watched.begin(), watched.end(), path) != watched.end()) scan.watched.push_back(PathStatus{path, short_status(flags)});
+    if (std::find(watched.begin(), watched.end(), path) != watched.end())
+      scan.watched.push_back(PathStatus{path, short_status(flags)});
     else if (!in_path_set(pass_over, path)) scan.other_changes = true;
     return false;
   });
@@ -118,7 +122,8 @@ Repository::Scan Repository::settled_scan(const std::vector<std::string>& watche
 
 bool Repository::dirty(const std::vector<std::string>& leave_out, const PathSet& pass_over) const {
   bool any = false;
-  walk_status(walk_paths(leave_out, {}), [&](const char* path, unsigned) { return any = !in_path_set(pass_over, path); });
+  walk_status(walk_paths(leave_out, {}),
+              [&](const char* path, unsigned) { return any = !in_path_set(pass_over, path); });
   return any;
 }
 

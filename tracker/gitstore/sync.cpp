@@ -21,7 +21,8 @@
 namespace abtrack::gitstore {
 namespace fs = std::filesystem;
 
-void Repository::sync_removals(git_tree* before_tree, const std::vector<std::string>& paths, std::vector<std::string>& kept_edits) const {
+void Repository::sync_removals(git_tree* before_tree, const std::vector<std::string>& paths,
+                               std::vector<std::string>& kept_edits) const {
   TreeView before(m_repo, before_tree, std::nullopt);
   struct Removed {
     const std::string& path;
@@ -47,8 +48,8 @@ void Repository::sync_removals(git_tree* before_tree, const std::vector<std::str
         return changed;
       },
       [&] {
-        return fmt::format("updating the index for the removal of {} (`git reset -- {}` re-syncs it)", fmt::join(paths, ", "),
-                           fmt::join(paths, " "));
+        return fmt::format("updating the index for the removal of {} (`git reset -- {}` re-syncs it)",
+                           fmt::join(paths, ", "), fmt::join(paths, " "));
       });
   for (const auto& r : removed) {
     const fs::path file = m_workdir / r.path;
@@ -61,9 +62,11 @@ void Repository::sync_removals(git_tree* before_tree, const std::vector<std::str
 
 namespace {
 // `content` through the filters git applies at `path` in direction `mode`; itself when none apply.
-std::string filtered(git_repository* repo, const std::string& path, const std::string& content, git_filter_mode_t mode) {
+std::string filtered(git_repository* repo, const std::string& path, const std::string& content,
+                     git_filter_mode_t mode) {
   git_filter_list* filters = nullptr;
-  if (git_filter_list_load(&filters, repo, nullptr, path.c_str(), mode, GIT_FILTER_DEFAULT) != 0 || !filters) return content;
+  if (git_filter_list_load(&filters, repo, nullptr, path.c_str(), mode, GIT_FILTER_DEFAULT) != 0 || !filters)
+    return content;
   git_buf out{};
   const int rc = git_filter_list_apply_to_buffer(&out, filters, content.data(), content.size());
   git_filter_list_free(filters);
@@ -129,7 +132,8 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
     // Compared and written as a checkout writes them (core.autocrlf, eol attributes): the
     // commit's text converted is the user's untouched file, not an edit.
     const std::string want = to_work_tree(path, content);
-    const auto previous_checked_out = previous ? std::optional<std::string>(to_work_tree(path, *previous)) : std::nullopt;
+    const auto previous_checked_out =
+        previous ? std::optional<std::string>(to_work_tree(path, *previous)) : std::nullopt;
     git_oid id{};
     check_git(git_odb_hash(&id, content.data(), content.size(), GIT_OBJECT_BLOB), "hashing " + path);
     if (current && *current != want && current != previous_checked_out) {
@@ -137,7 +141,9 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
       // wins in the work tree (its index entry is seen to below).
       kept_edits.push_back(path);
       Kept& k = kept.emplace_back(Kept{path, id, std::nullopt});
-      if (previous) check_git(git_odb_hash(&k.was.emplace(), previous->data(), previous->size(), GIT_OBJECT_BLOB), "hashing " + path);
+      if (previous)
+        check_git(git_odb_hash(&k.was.emplace(), previous->data(), previous->size(), GIT_OBJECT_BLOB),
+                  "hashing " + path);
       continue;
     }
     // git holds the content (the commit is made); the work-tree copy needs no fsync.
@@ -165,15 +171,16 @@ void Repository::sync_checkout(git_tree* before_tree, const std::vector<std::pai
           check_git(git_index_add(index, &entry), "adding " + k.path + " to the index");
           index_only.push_back(k.path);
         }
-        for (const auto& entry : written) check_git(git_index_add(index, &entry), fmt::format("adding {} to the index", entry.path));
+        for (const auto& entry : written)
+          check_git(git_index_add(index, &entry), fmt::format("adding {} to the index", entry.path));
         return !written.empty() || !index_only.empty();
       },
       [&] {
         std::vector<std::string> synced;
         for (const auto& entry : written) synced.emplace_back(entry.path);
         synced.insert(synced.end(), index_only.begin(), index_only.end());
-        return fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)", fmt::join(synced, ", "),
-                           commit.substr(0, 12), fmt::join(synced, " "));
+        return fmt::format("updating the index for {} (the commit {} is made; `git reset -- {}` re-syncs it)",
+                           fmt::join(synced, ", "), commit.substr(0, 12), fmt::join(synced, " "));
       });
 }
 
@@ -223,8 +230,8 @@ class IndexLock {
     std::error_code ec;
     const timespec times[2] = {{0, UTIME_OMIT}, {st.st_mtim.tv_sec, 0}};
     if (!fs::copy_file(m_index, m_next, ec) || ::utimensat(AT_FDCWD, m_next.c_str(), times, 0) != 0)
-      throw Error(Exit::environment,
-                  fmt::format("cannot copy {} to {}: {}", m_index.string(), m_next.string(), ec ? ec.message() : std::strerror(errno)));
+      throw Error(Exit::environment, fmt::format("cannot copy {} to {}: {}", m_index.string(), m_next.string(),
+                                                 ec ? ec.message() : std::strerror(errno)));
     return m_next;
   }
   // Puts the index libgit2 wrote at `next` in place.
@@ -256,7 +263,8 @@ bool Repository::try_update_index(const std::function<bool(git_index*)>& edit) c
   return true;
 }
 
-void Repository::update_index(const std::function<bool(git_index*)>& edit, const std::function<std::string()>& what) const {
+void Repository::update_index(const std::function<bool(git_index*)>& edit,
+                              const std::function<std::string()>& what) const {
   for (int attempt = 1;; ++attempt) {
     bool done = false;
     try {
@@ -269,9 +277,10 @@ void Repository::update_index(const std::function<bool(git_index*)>& edit, const
       return;
     }
     if (attempt >= 100)
-      throw Error(Exit::environment,
-                  fmt::format("{}: {} stayed locked", what(), (fs::path(git_repository_path(m_repo)) / "index.lock").string()),
-                  "if no git process is running, remove that lock file");
+      throw Error(
+          Exit::environment,
+          fmt::format("{}: {} stayed locked", what(), (fs::path(git_repository_path(m_repo)) / "index.lock").string()),
+          "if no git process is running, remove that lock file");
     backoff(attempt);
   }
 }

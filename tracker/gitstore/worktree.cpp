@@ -67,7 +67,8 @@ std::optional<LfsPointer> parse_lfs_pointer(std::string_view text) {
       sized = true;
     }
   }
-  if (p.oid.size() != 64 || !sized || p.oid.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+  if (p.oid.size() != 64 || !sized || p.oid.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return std::nullopt;
   return p;
 }
 
@@ -94,8 +95,8 @@ std::vector<std::string> fill_lfs(git_repository* repo, const fs::path& workdir,
       git_error_clear();
       continue;
     }
-    auto pointer = parse_lfs_pointer(
-        std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<std::size_t>(git_blob_rawsize(blob.get()))));
+    auto pointer = parse_lfs_pointer(std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                                                      static_cast<std::size_t>(git_blob_rawsize(blob.get()))));
     if (!pointer) continue;
     const fs::path object = objects / pointer->oid.substr(0, 2) / pointer->oid.substr(2, 2) / pointer->oid;
     auto size = fs::file_size(object, ec);
@@ -110,7 +111,8 @@ std::vector<std::string> fill_lfs(git_repository* repo, const fs::path& workdir,
     if (!ec) fs::rename(temp, file, ec);
     if (ec) {
       fs::remove(temp, ec);
-      throw Error(Exit::environment, fmt::format("cannot write the Git LFS content of {}: {}", file.string(), ec.message()));
+      throw Error(Exit::environment,
+                  fmt::format("cannot write the Git LFS content of {}: {}", file.string(), ec.message()));
     }
     // Older than the index written below, so that git trusts the stat data (a file as new as
     // the index is "racily clean" and compared by content: the pointer, which differs).
@@ -133,7 +135,8 @@ std::vector<std::string> fill_lfs(git_repository* repo, const fs::path& workdir,
     updated.file_size = static_cast<std::uint32_t>(st.st_size);
     updates.push_back(updated);
   }
-  for (const auto& u : updates) check_git(git_index_add(index.get(), &u), fmt::format("recording {} in the index", u.path));
+  for (const auto& u : updates)
+    check_git(git_index_add(index.get(), &u), fmt::format("recording {} in the index", u.path));
   if (!updates.empty()) check_git(git_index_write(index.get()), "writing the index of " + workdir.string());
   return missing;
 }
@@ -146,8 +149,8 @@ struct FoundSubmodule {
 // Clones and checks out the submodules of `repo` (work tree `workdir`) at their gitlinks, from
 // a copy that the source holds: `src_gitdir`/modules/<name>, `src_workdir`/<path>, or a URL
 // that is a local path (relative ones from `src_workdir`). `prefix` names them for messages.
-void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs::path& src_gitdir, const fs::path& src_workdir,
-                         const std::string& prefix) {
+void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs::path& src_gitdir,
+                         const fs::path& src_workdir, const std::string& prefix) {
   std::vector<FoundSubmodule> subs;
   auto collect = [](git_submodule* sm, const char* name, void* payload) -> int {
     const git_oid* id = git_submodule_head_id(sm);
@@ -176,11 +179,12 @@ void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs
       source.reset(nullptr);
     }
     if (!source.get())
-      throw Error(Exit::environment,
-                  fmt::format("submodule '{}' ({}) at {}: no copy of it in this repository has that commit{}", s.name, shown,
-                              hex(s.id).substr(0, 12), s.url.empty() ? "" : fmt::format(" (its URL: {})", s.url)),
-                  "abtrack takes a submodule from .git/modules/, from its folder in your work tree or from a URL that is a local "
-                  "path, and never fetches: run `git submodule update --init --recursive` in your repository, then run again");
+      throw Error(
+          Exit::environment,
+          fmt::format("submodule '{}' ({}) at {}: no copy of it in this repository has that commit{}", s.name, shown,
+                      hex(s.id).substr(0, 12), s.url.empty() ? "" : fmt::format(" (its URL: {})", s.url)),
+          "abtrack takes a submodule from .git/modules/, from its folder in your work tree or from a URL that is a local "
+          "path, and never fetches: run `git submodule update --init --recursive` in your repository, then run again");
     const fs::path target = workdir / s.path;
     std::error_code ec;
     fs::remove(target, ec);  // the empty folder the checkout made for it
@@ -188,8 +192,10 @@ void checkout_submodules(git_repository* repo, const fs::path& workdir, const fs
     opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
     const std::string from = git_repository_path(source.get());
     Repo sub;
-    if (git_clone(sub.out(), from.c_str(), target.c_str(), &opts) < 0 || git_repository_set_head_detached(sub.get(), &s.id) < 0)
-      throw Error(Exit::environment, fmt::format("submodule '{}' ({}): cannot clone it from {}: {}", s.name, shown, from, last_git_message()));
+    if (git_clone(sub.out(), from.c_str(), target.c_str(), &opts) < 0 ||
+        git_repository_set_head_detached(sub.get(), &s.id) < 0)
+      throw Error(Exit::environment, fmt::format("submodule '{}' ({}): cannot clone it from {}: {}", s.name, shown,
+                                                 from, last_git_message()));
     git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
     co.checkout_strategy = GIT_CHECKOUT_FORCE;
     check_git(git_checkout_head(sub.get(), &co), fmt::format("checking out submodule '{}' ({})", s.name, shown));
@@ -213,10 +219,13 @@ void Repository::prune_worktree(const std::string& name) const {
   const fs::path admin = fs::path(git_repository_commondir(m_repo)) / "worktrees" / name;
   std::error_code ec;
   fs::remove_all(admin, ec);
-  if (ec) throw Error(Exit::environment, fmt::format("cannot remove the work tree registration {}: {}", admin.string(), ec.message()));
+  if (ec)
+    throw Error(Exit::environment,
+                fmt::format("cannot remove the work tree registration {}: {}", admin.string(), ec.message()));
 }
 
-std::vector<std::string> Repository::add_worktree(const std::string& name, const fs::path& dir, const std::string& commit) const {
+std::vector<std::string> Repository::add_worktree(const std::string& name, const fs::path& dir,
+                                                  const std::string& commit) const {
   git_oid id = parse_oid(commit);
   Commit target;
   check_git(git_commit_lookup(target.out(), m_repo, &id), "reading the commit " + commit);
@@ -239,12 +248,14 @@ std::vector<std::string> Repository::add_worktree(const std::string& name, const
       git_repository_open(work.out(), dir.c_str()) < 0 || git_repository_set_head_detached(work.get(), &id) < 0) {
     std::string why = last_git_message();
     drop_branch();
-    throw Error(Exit::environment, fmt::format("cannot make a work tree of {} at {}: {}", commit.substr(0, 12), dir.string(), why));
+    throw Error(Exit::environment,
+                fmt::format("cannot make a work tree of {} at {}: {}", commit.substr(0, 12), dir.string(), why));
   }
   drop_branch();
   git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
   co.checkout_strategy = GIT_CHECKOUT_FORCE;
-  check_git(git_checkout_head(work.get(), &co), fmt::format("checking out {} into {}", commit.substr(0, 12), dir.string()));
+  check_git(git_checkout_head(work.get(), &co),
+            fmt::format("checking out {} into {}", commit.substr(0, 12), dir.string()));
   const fs::path common = git_repository_commondir(m_repo);
   checkout_submodules(work.get(), dir, common, m_workdir, "");
   return fill_lfs(work.get(), dir, common / "lfs" / "objects");
@@ -253,7 +264,8 @@ std::vector<std::string> Repository::add_worktree(const std::string& name, const
 std::optional<std::string> Repository::worktree_head(const fs::path& dir) const {
   Repo work(open_exact(dir));
   if (!work.get() || !git_repository_is_worktree(work.get())) return std::nullopt;
-  if (fs::path(git_repository_commondir(work.get())).lexically_normal() != fs::path(git_repository_commondir(m_repo)).lexically_normal())
+  if (fs::path(git_repository_commondir(work.get())).lexically_normal() !=
+      fs::path(git_repository_commondir(m_repo)).lexically_normal())
     return std::nullopt;
   git_oid id;
   if (git_reference_name_to_id(&id, work.get(), "HEAD") < 0) {
@@ -275,11 +287,13 @@ void Repository::move_worktree(const fs::path& dir, const std::string& commit) c
   Commit current;
   Tree from, to;
   check_git(git_repository_head(head.out(), work.get()), "reading the HEAD of " + dir.string());
-  check_git(git_commit_lookup(current.out(), work.get(), git_reference_target(head.get())), "reading the HEAD of " + dir.string());
+  check_git(git_commit_lookup(current.out(), work.get(), git_reference_target(head.get())),
+            "reading the HEAD of " + dir.string());
   check_git(git_commit_tree(from.out(), current.get()), "reading the HEAD of " + dir.string());
   check_git(git_commit_tree(to.out(), target.get()), "reading the tree of " + commit);
   git_diff* diff = nullptr;
-  check_git(git_diff_tree_to_tree(&diff, work.get(), from.get(), to.get(), nullptr), "comparing the HEAD of " + dir.string());
+  check_git(git_diff_tree_to_tree(&diff, work.get(), from.get(), to.get(), nullptr),
+            "comparing the HEAD of " + dir.string());
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
     const git_diff_delta* d = git_diff_get_delta(diff, i);

@@ -58,7 +58,8 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
     }
     std::size_t p = line_start;
     while (p < line_end && (t[p] == ' ' || t[p] == '\t' || t[p] == '\r')) ++p;
-    if (p < line_end && t[p] != '{' && t.substr(p, line_end - p).find('{') != std::string_view::npos) brace_after_text = true;
+    if (p < line_end && t[p] != '{' && t.substr(p, line_end - p).find('{') != std::string_view::npos)
+      brace_after_text = true;
     if (p < line_end && t[p] == '{') {
       ++tried;
       auto end = match_braces(t, p);
@@ -87,10 +88,11 @@ std::optional<nlohmann::json> last_json_object(std::string_view t, std::string* 
     line_end = line_start - 1;
   }
   if (!best && why)
-    *why = !first_error.empty() ? first_error
-           : brace_after_text
-               ? "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)"
-               : "no JSON object on stdout";
+    *why =
+        !first_error.empty() ? first_error
+        : brace_after_text
+            ? "no JSON object starts a line (a '{' after other text on its line is not read: print the object on a line of its own)"
+            : "no JSON object on stdout";
   return best;
 }
 
@@ -118,7 +120,8 @@ Extraction from_json(const nlohmann::json& object, std::string_view path) {
     if (cur->empty()) return {{}, fmt::format("json path '{}' is an empty array", path)};
     for (std::size_t i = 0; i < cur->size(); ++i) {
       const auto& v = (*cur)[i];
-      if (!v.is_number()) return {{}, fmt::format("json path '{}' element {} is a {}, not a number", path, i, v.type_name())};
+      if (!v.is_number())
+        return {{}, fmt::format("json path '{}' element {} is a {}, not a number", path, i, v.type_name())};
       out.samples.push_back(v.get<double>());
     }
   } else {
@@ -178,7 +181,8 @@ struct Source {
 
 Extraction from_document(const plan::Metric& m, Source& src) {
   if (m.source == plan::Source::regex) return from_regex(src.text, m.selector);
-  if (m.source == plan::Source::ncu) return {{}, "an ncu metric is read by running the command under ncu, not from its output"};
+  if (m.source == plan::Source::ncu)
+    return {{}, "an ncu metric is read by running the command under ncu, not from its output"};
   const auto* doc = src.document();
   if (!doc) {
     std::string why = src.why;
@@ -208,7 +212,8 @@ Extraction scaled(Extraction e, double scale) {
   if (!e.ok() || scale == 1) return e;
   for (double& v : e.samples) {
     v *= scale;
-    if (!std::isfinite(v)) return {{}, fmt::format("a sample times scale {} is not finite", util::format_number(scale))};
+    if (!std::isfinite(v))
+      return {{}, fmt::format("a sample times scale {} is not finite", util::format_number(scale))};
   }
   return e;
 }
@@ -266,10 +271,12 @@ std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& m
         } else if (std::filesystem::is_directory(path, ec)) {
           file_errors[path] = fmt::format("file '{}' is a directory", shown);
         } else if (now && now->size > kMaxFileBytes) {
-          file_errors[path] = fmt::format("file '{}' has {} bytes; at most {} are read", shown, now->size, kMaxFileBytes);
+          file_errors[path] =
+              fmt::format("file '{}' has {} bytes; at most {} are read", shown, now->size, kMaxFileBytes);
         } else if (auto was = before ? before->find(path) : FileStamps::const_iterator{};
                    before && was != before->end() && was->second && now && *was->second == *now) {
-          file_errors[path] = fmt::format("file '{}' was not written by the command (same size and time as before it ran)", shown);
+          file_errors[path] =
+              fmt::format("file '{}' was not written by the command (same size and time as before it ran)", shown);
         } else {
           try {
             file_sources[path].text = util::read_file(path);

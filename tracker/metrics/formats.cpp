@@ -79,12 +79,15 @@ Extraction from_hyperfine(const nlohmann::json& doc, std::string_view field, con
     ++matched;
     auto it = r.find(std::string(field));
     if (it == r.end() || it->is_null())
-      return {{}, fmt::format("hyperfine result '{}' has no {}{}", command, field,
-                              field == "stddev" ? " (hyperfine gives none for a single run)" : "")};
+      return {{},
+              fmt::format("hyperfine result '{}' has no {}{}", command, field,
+                          field == "stddev" ? " (hyperfine gives none for a single run)" : "")};
     if (field == "times") {
       if (!it->is_array() || it->empty()) return {{}, fmt::format("hyperfine result '{}' has no times", command)};
       for (const auto& t : *it) {
-        if (!t.is_number()) return {{}, fmt::format("hyperfine result '{}' has a time that is a {}, not a number", command, t.type_name())};
+        if (!t.is_number())
+          return {{},
+                  fmt::format("hyperfine result '{}' has a time that is a {}, not a number", command, t.type_name())};
         out.samples.push_back(t.get<double>());
       }
     } else if (it->is_number()) {
@@ -94,7 +97,8 @@ Extraction from_hyperfine(const nlohmann::json& doc, std::string_view field, con
     }
   }
   if (results->empty()) return {{}, "hyperfine output has no results"};
-  if (matched == 0) return {{}, fmt::format("no hyperfine result's command matches '{}' (commands: {})", name_regex, some(commands))};
+  if (matched == 0)
+    return {{}, fmt::format("no hyperfine result's command matches '{}' (commands: {})", name_regex, some(commands))};
   return out;
 }
 
@@ -114,7 +118,9 @@ Extraction from_gbench(const nlohmann::json& doc, std::string_view field, const 
     names.push_back(name);
     if (!selected(re, name)) continue;
     if (row.value("error_occurred", false))
-      return {{}, fmt::format("benchmark '{}' reported an error: {}", name, string_or(row, "error_message", "(no message)"))};
+      return {
+          {},
+          fmt::format("benchmark '{}' reported an error: {}", name, string_or(row, "error_message", "(no message)"))};
     auto it = row.find(std::string(field));
     if (it == row.end()) {
       std::vector<std::string> numeric;
@@ -122,10 +128,12 @@ Extraction from_gbench(const nlohmann::json& doc, std::string_view field, const 
         if (v.is_number() && k != "family_index" && k != "per_family_instance_index" && k != "repetitions" &&
             k != "repetition_index" && k != "threads")
           numeric.push_back(k);
-      return {{}, fmt::format("benchmark '{}' has no field '{}'{} (fields: {})", name, field,
-                              util::suggestion_suffix(field, numeric), some(numeric))};
+      return {{},
+              fmt::format("benchmark '{}' has no field '{}'{} (fields: {})", name, field,
+                          util::suggestion_suffix(field, numeric), some(numeric))};
     }
-    if (!it->is_number()) return {{}, fmt::format("benchmark '{}': '{}' is a {}, not a number", name, field, it->type_name())};
+    if (!it->is_number())
+      return {{}, fmt::format("benchmark '{}': '{}' is a {}, not a number", name, field, it->type_name())};
     out.samples.push_back(it->get<double>());
   }
   if (out.samples.empty())
@@ -152,7 +160,8 @@ Extraction from_nvbench(const nlohmann::json& doc, std::string_view tag, const s
       names.push_back(name);
       if (!selected(re, name)) continue;
       if (st.value("is_skipped", false)) {
-        if (skipped.empty()) skipped = fmt::format("state '{}' was skipped: {}", name, string_or(st, "skip_reason", "(no reason)"));
+        if (skipped.empty())
+          skipped = fmt::format("state '{}' was skipped: {}", name, string_or(st, "skip_reason", "(no reason)"));
         continue;
       }
       const auto* summaries = list_at(st, "summaries");
@@ -165,8 +174,9 @@ Extraction from_nvbench(const nlohmann::json& doc, std::string_view tag, const s
           if (t == tag && !summary) summary = &s;
         }
       if (!summary)
-        return {{}, fmt::format("state '{}' has no summary tagged '{}'{} (tags: {})", name, tag,
-                                util::suggestion_suffix(tag, tags), some(tags))};
+        return {{},
+                fmt::format("state '{}' has no summary tagged '{}'{} (tags: {})", name, tag,
+                            util::suggestion_suffix(tag, tags), some(tags))};
       std::optional<double> value;
       bool found = false;
       if (const auto* data = list_at(*summary, "data"))
@@ -183,8 +193,9 @@ Extraction from_nvbench(const nlohmann::json& doc, std::string_view tag, const s
   }
   if (out.samples.empty()) {
     if (!skipped.empty())
-      return {{}, state_regex.empty() ? fmt::format("every state was skipped; {}", skipped)
-                                      : fmt::format("every state matching '{}' was skipped; {}", state_regex, skipped)};
+      return {{},
+              state_regex.empty() ? fmt::format("every state was skipped; {}", skipped)
+                                  : fmt::format("every state matching '{}' was skipped; {}", state_regex, skipped)};
     if (state_regex.empty()) return {{}, "nvbench output has no states"};
     return {{}, fmt::format("no nvbench state matches '{}' (states: {})", state_regex, some(names))};
   }

@@ -74,7 +74,8 @@ NcuOutput parse_ncu(std::string_view text) {
       // "1. tidy": the list runs until a line that is not one of its entries.
       auto dot = line.find(". ");
       if (dot != std::string_view::npos && dot > 0 &&
-          std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(dot), [](char c) { return c >= '0' && c <= '9'; })) {
+          std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(dot),
+                      [](char c) { return c >= '0' && c <= '9'; })) {
         out.available_kernels.emplace_back(line.substr(dot + 2));
         continue;
       }

@@ -71,10 +71,14 @@ bool same_arch(const std::string& a, const std::string& b) { return a.empty() ||
 
 std::string cuda_binary_kind(std::string_view bytes) {
   if (bytes.starts_with("!<arch>\n")) return "archive";
-  if (bytes.size() >= 4 && static_cast<unsigned char>(bytes[0]) == 0x50 && static_cast<unsigned char>(bytes[1]) == 0xED &&
-      static_cast<unsigned char>(bytes[2]) == 0x55 && static_cast<unsigned char>(bytes[3]) == 0xBA)
+  if (bytes.size() >= 4 && static_cast<unsigned char>(bytes[0]) == 0x50 &&
+      static_cast<unsigned char>(bytes[1]) == 0xED && static_cast<unsigned char>(bytes[2]) == 0x55 &&
+      static_cast<unsigned char>(bytes[3]) == 0xBA)
     return "fatbin";
-  if (!bytes.starts_with("\x7f" "ELF") || bytes.size() < 0x40) return {};
+  if (!bytes.starts_with("\x7f"
+                         "ELF") ||
+      bytes.size() < 0x40)
+    return {};
   if (read_le<std::uint16_t>(bytes, 18) == kEmCuda) return "cubin";
   // A host file: 64-bit little-endian is what nvcc makes for the hosts abtrack runs on.
   if (bytes[4] == 2 && bytes[5] == 1 && has_fatbin_section(bytes)) return "elf";
@@ -87,17 +91,21 @@ std::string_view sass_class(std::string_view opcode) {
     const char* cls;
   };
   static constexpr std::array<Entry, 44> kClasses = {{
-      {"LDG", "global_load"},   {"STG", "global_store"},   {"ATOMG", "global_atomic"}, {"RED", "global_atomic"},
-      {"LD", "generic_load"},   {"ST", "generic_store"},   {"LDS", "shared_load"},     {"LDSM", "shared_load"},
-      {"STS", "shared_store"},  {"STSM", "shared_store"},  {"LDL", "local_load"},      {"STL", "local_store"},
-      {"LDGSTS", "async_copy"}, {"UTMALDG", "tma"},        {"UTMASTG", "tma"},         {"UTMAREDG", "tma"},
-      {"UTMAPF", "tma"},        {"UBLKCP", "tma"},         {"UBLKRED", "tma"},         {"UBLKPF", "tma"},
-      {"HMMA", "mma"},          {"IMMA", "mma"},           {"DMMA", "mma"},            {"BMMA", "mma"},
-      {"HGMMA", "wgmma"},       {"IGMMA", "wgmma"},        {"QGMMA", "wgmma"},         {"BGMMA", "wgmma"},
-      {"BAR", "barrier"},       {"SYNCS", "barrier"},      {"MEMBAR", "barrier"},      {"DEPBAR", "barrier"},
-      {"LDGDEPBAR", "barrier"}, {"WARPGROUP", "barrier"},  {"F2F", "conversion"},      {"F2I", "conversion"},
-      {"I2F", "conversion"},    {"F2FP", "conversion"},    {"I2FP", "conversion"},     {"F2IP", "conversion"},
-      {"I2IP", "conversion"},   {"FRND", "conversion"},    {"I2I", "conversion"},      {"STAS", "shared_store"},
+      {"LDG", "global_load"},   {"STG", "global_store"},  {"ATOMG", "global_atomic"},
+      {"RED", "global_atomic"}, {"LD", "generic_load"},   {"ST", "generic_store"},
+      {"LDS", "shared_load"},   {"LDSM", "shared_load"},  {"STS", "shared_store"},
+      {"STSM", "shared_store"}, {"LDL", "local_load"},    {"STL", "local_store"},
+      {"LDGSTS", "async_copy"}, {"UTMALDG", "tma"},       {"UTMASTG", "tma"},
+      {"UTMAREDG", "tma"},      {"UTMAPF", "tma"},        {"UBLKCP", "tma"},
+      {"UBLKRED", "tma"},       {"UBLKPF", "tma"},        {"HMMA", "mma"},
+      {"IMMA", "mma"},          {"DMMA", "mma"},          {"BMMA", "mma"},
+      {"HGMMA", "wgmma"},       {"IGMMA", "wgmma"},       {"QGMMA", "wgmma"},
+      {"BGMMA", "wgmma"},       {"BAR", "barrier"},       {"SYNCS", "barrier"},
+      {"MEMBAR", "barrier"},    {"DEPBAR", "barrier"},    {"LDGDEPBAR", "barrier"},
+      {"WARPGROUP", "barrier"}, {"F2F", "conversion"},    {"F2I", "conversion"},
+      {"I2F", "conversion"},    {"F2FP", "conversion"},   {"I2FP", "conversion"},
+      {"F2IP", "conversion"},   {"I2IP", "conversion"},   {"FRND", "conversion"},
+      {"I2I", "conversion"},    {"STAS", "shared_store"},
   }};
   std::string_view base = opcode.substr(0, opcode.find('.'));
   for (const auto& e : kClasses)
@@ -186,7 +194,8 @@ void SassCounter::line(std::string_view l) {
   auto close = l.find("*/");
   if (close == std::string_view::npos || close == 2) return;
   std::string_view address = l.substr(2, close - 2);
-  if (!std::all_of(address.begin(), address.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) return;
+  if (!std::all_of(address.begin(), address.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+    return;
   std::string_view rest = util::trim(l.substr(close + 2));
   if (rest.starts_with("{")) rest = util::trim(rest.substr(1));
   if (rest.starts_with("@")) {
@@ -236,7 +245,8 @@ PtxasLog parse_ptxas_log(std::string_view text) {
       if (auto v = number_before(line, "bytes spill loads")) f.spill_load_bytes = v;
       continue;
     }
-    if (line.find("Used ") != std::string_view::npos && line.find(" registers") != std::string_view::npos && !compiling.empty()) {
+    if (line.find("Used ") != std::string_view::npos && line.find(" registers") != std::string_view::npos &&
+        !compiling.empty()) {
       if (auto v = number_before(line, "registers")) function(compiling, arch).registers = v;
     }
   }
@@ -247,7 +257,8 @@ std::vector<KernelFacts> merge_facts(std::vector<KernelFacts> kernels, const Sas
   for (const auto& [key, counts] : sass.counts()) {
     const std::string& name = key.first;
     const std::string& arch = key.second;
-    auto it = std::find_if(kernels.begin(), kernels.end(), [&](const KernelFacts& k) { return k.name == name && same_arch(k.arch, arch); });
+    auto it = std::find_if(kernels.begin(), kernels.end(),
+                           [&](const KernelFacts& k) { return k.name == name && same_arch(k.arch, arch); });
     if (it == kernels.end()) {
       KernelFacts k;
       k.name = name;

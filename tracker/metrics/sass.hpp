@@ -21,8 +21,8 @@ std::string cuda_binary_kind(std::string_view bytes);
 
 // The facts of one kernel (one entry function, for one GPU architecture).
 struct KernelFacts {
-  std::string name;  // as the binary names it (mangled: "_Z7crowdedPKfPfi")
-  std::string arch;  // "sm_90a"; empty when the tools did not say
+  std::string name;                          // as the binary names it (mangled: "_Z7crowdedPKfPfi")
+  std::string arch;                          // "sm_90a"; empty when the tools did not say
   std::optional<std::int64_t> registers;     // per thread
   std::optional<std::int64_t> shared_bytes;  // static shared memory per CTA
   std::optional<std::int64_t> local_bytes;   // local memory per thread
@@ -54,7 +54,9 @@ class SassCounter {
   // Takes the last line in when the output did not end with one.
   void finish();
   // (kernel name, arch) -> class -> count, "total" included.
-  const std::map<std::pair<std::string, std::string>, std::map<std::string, std::int64_t>>& counts() const { return m_counts; }
+  const std::map<std::pair<std::string, std::string>, std::map<std::string, std::int64_t>>& counts() const {
+    return m_counts;
+  }
 
  private:
   void line(std::string_view l);

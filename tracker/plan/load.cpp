@@ -19,11 +19,11 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "experiment", "title",   "doc",     "template", "what",    "why",     "how",
-    "prediction", "axes",    "exclude", "baseline", "setup",   "command", "env",
-    "timeout",    "repeats", "metrics", "gates",    "workdir", "alpha",   "min_effect", "model", "artifacts", "plot",
-    "jobs",       "gpus",    "executor", "slurm", "revisions", "build", "build_timeout", "rounds",
-    "max_rounds", "budget", "warmup", "throttle"};
+    "experiment", "title",   "doc",      "template", "what",       "why",   "how",           "prediction",
+    "axes",       "exclude", "baseline", "setup",    "command",    "env",   "timeout",       "repeats",
+    "metrics",    "gates",   "workdir",  "alpha",    "min_effect", "model", "artifacts",     "plot",
+    "jobs",       "gpus",    "executor", "slurm",    "revisions",  "build", "build_timeout", "rounds",
+    "max_rounds", "budget",  "warmup",   "throttle"};
 
 constexpr std::size_t kMaxPlanBytes = 1 << 20;
 
@@ -77,10 +77,11 @@ std::string quoting_hint(std::string_view text, const YAML::Mark& mark) {
     if (c == '"' || c == '\\') escaped += '\\';
     escaped += c;
   }
-  return fmt::format("the value of '{}' holds ': ', '{{' or '[', which YAML reads as structure: quote the whole value, "
-                     "e.g. {}: \"{}\" (or in single quotes, each ' doubled), or write it as a block scalar: {}: | and the "
-                     "value on the next line, indented",
-                     key, key, escaped, key);
+  return fmt::format(
+      "the value of '{}' holds ': ', '{{' or '[', which YAML reads as structure: quote the whole value, "
+      "e.g. {}: \"{}\" (or in single quotes, each ' doubled), or write it as a block scalar: {}: | and the "
+      "value on the next line, indented",
+      key, key, escaped, key);
 }
 
 }  // namespace
@@ -139,10 +140,13 @@ void Loader::whole(const char* key, int most, int& field) {
 void Loader::load_identity(Plan& plan) {
   if (auto n = get("experiment")) {
     plan.experiment = scalar(*n, "experiment").value_or("");
-    if (n->IsScalar() && plan.experiment.empty()) error(at(n->Mark()), "experiment name is empty", "e.g. experiment: occupancy");
-    if (!plan.experiment.empty() && (!valid_experiment(plan.experiment) || plan.experiment.find("..") != std::string::npos))
-      error(at(n->Mark()), fmt::format("experiment name '{}' is not valid", plan.experiment),
-            "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters, no '..'");
+    if (n->IsScalar() && plan.experiment.empty())
+      error(at(n->Mark()), "experiment name is empty", "e.g. experiment: occupancy");
+    if (!plan.experiment.empty() &&
+        (!valid_experiment(plan.experiment) || plan.experiment.find("..") != std::string::npos))
+      error(
+          at(n->Mark()), fmt::format("experiment name '{}' is not valid", plan.experiment),
+          "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters, no '..'");
   } else {
     missing("experiment", "name the experiment, e.g. experiment: occupancy");
   }
@@ -155,13 +159,15 @@ void Loader::load_identity(Plan& plan) {
   if (auto n = get("doc")) {
     if (auto s = scalar(*n, "doc")) plan.doc = repo_path(*n, *s, "doc", false);
     if (plan.doc == kRunsFolder || plan.doc.starts_with(std::string(kRunsFolder) + "/")) {
-      error(at(n->Mark()), fmt::format("doc '{}' is inside {}/, where abtrack keeps its records", plan.doc, kRunsFolder),
+      error(at(n->Mark()),
+            fmt::format("doc '{}' is inside {}/, where abtrack keeps its records", plan.doc, kRunsFolder),
             "put the A/B document elsewhere, e.g. doc: AB.md");
       plan.doc.clear();
     }
     std::error_code ec;
     if (!plan.doc.empty() && fs::is_directory(m_root / plan.doc, ec)) {
-      error(at(n->Mark()), fmt::format("doc '{}' is a folder", plan.doc), "name the markdown file, e.g. doc: " + plan.doc + "/AB.md");
+      error(at(n->Mark()), fmt::format("doc '{}' is a folder", plan.doc),
+            "name the markdown file, e.g. doc: " + plan.doc + "/AB.md");
       plan.doc.clear();
     }
   } else {
@@ -172,8 +178,9 @@ void Loader::load_identity(Plan& plan) {
       plan.template_path = repo_path(*n, *s, "template", false);
       std::error_code ec;
       if (!plan.template_path->empty() && !fs::is_regular_file(m_root / *plan.template_path, ec)) {
-        error(at(n->Mark()), fmt::format("template '{}' is not a file", *plan.template_path),
-              "give the path of a markdown template from the repository root, or leave template: out for the built-in one");
+        error(
+            at(n->Mark()), fmt::format("template '{}' is not a file", *plan.template_path),
+            "give the path of a markdown template from the repository root, or leave template: out for the built-in one");
         plan.template_path.reset();
       }
     }
@@ -183,12 +190,16 @@ void Loader::load_identity(Plan& plan) {
       std::error_code ec;
       // (a plan with a setup or build may make it there, e.g. a build folder; with revisions
       // it is checked in each revision's tree, after its build)
-      if (!plan.workdir.empty() && !get("setup") && !get("build") && !get("revisions") && !fs::is_directory(m_root / plan.workdir, ec))
+      if (!plan.workdir.empty() && !get("setup") && !get("build") && !get("revisions") &&
+          !fs::is_directory(m_root / plan.workdir, ec))
         error(at(n->Mark()), fmt::format("workdir '{}' is not a folder", plan.workdir),
               "the folder the command runs in, from the repository root");
     }
-  for (auto [key, field] : {std::pair{"what", &plan.what}, {"why", &plan.why}, {"how", &plan.how},
-                            {"setup", &plan.setup}, {"command", &plan.command}})
+  for (auto [key, field] : {std::pair{"what", &plan.what},
+                            {"why", &plan.why},
+                            {"how", &plan.how},
+                            {"setup", &plan.setup},
+                            {"command", &plan.command}})
     if (auto n = get(key)) *field = scalar(*n, key).value_or("");
   if (!get("command")) missing("command", "give the command that runs one cell, e.g. command: ./bench --warps {warps}");
   else if (get("command")->IsScalar() && util::trim(plan.command).empty()) error(mark("command"), "command is empty");
@@ -205,7 +216,8 @@ void Loader::load_settings(Plan& plan) {
   }
   if (auto n = get("min_effect")) {
     if (auto v = percent(*n, "min_effect"); v && !(*v >= 0 && *v < 100))
-      error(at(n->Mark()), fmt::format("min_effect must be a percentage from 0% to below 100% (e.g. 0.5%), not {}", n->Scalar()));
+      error(at(n->Mark()),
+            fmt::format("min_effect must be a percentage from 0% to below 100% (e.g. 0.5%), not {}", n->Scalar()));
     else if (v) plan.min_effect_pct = *v;
   }
 
@@ -222,8 +234,10 @@ void Loader::load_settings(Plan& plan) {
   }
   if (auto n = get("budget")) {
     if (auto v = n->IsScalar() ? util::parse_duration(n->Scalar()) : std::nullopt) plan.budget_s = *v;
-    else error(at(n->Mark()), fmt::format("budget must be a duration, not '{}'", n->IsScalar() ? n->Scalar() : "a list or map"),
-               "e.g. budget: 30m, 2h, 1h30m or 90s");
+    else
+      error(at(n->Mark()),
+            fmt::format("budget must be a duration, not '{}'", n->IsScalar() ? n->Scalar() : "a list or map"),
+            "e.g. budget: 30m, 2h, 1h30m or 90s");
   }
   // Without revisions a build runs in the work tree before the cells, as a setup does.
   if (plan.revisions.empty() && !util::trim(plan.build).empty())
@@ -256,7 +270,8 @@ void Loader::load_sections(Plan& plan) {
       for (auto& [k, v] : ordered(*n, "plot key")) {
         auto y = k.Scalar() == "y" ? scalar(v, "plot.y") : std::nullopt;
         if (y == "log" || y == "linear") plan.plot_log_y = *y == "log";
-        else if (k.Scalar() != "y") error(at(k.Mark()), fmt::format("plot has no key '{}'", k.Scalar()), "plot: {y: log} or {y: linear}");
+        else if (k.Scalar() != "y")
+          error(at(k.Mark()), fmt::format("plot has no key '{}'", k.Scalar()), "plot: {y: log} or {y: linear}");
         else if (y) error(at(v.Mark()), fmt::format("plot.y must be log or linear, not '{}'", *y));
       }
     } else {
@@ -269,8 +284,11 @@ void Loader::load_sections(Plan& plan) {
   if (auto n = get("throttle")) {
     auto v = scalar(*n, "throttle");
     if (v == "warn" || v == "invalid") plan.throttle = *v == "warn" ? Throttle::warn : Throttle::invalid;
-    else if (v) error(at(n->Mark()), fmt::format("throttle must be warn or invalid, not '{}'{}", *v, util::suggestion_suffix(*v, {"warn", "invalid"})),
-                      "throttle: warn flags runs the GPU throttled; throttle: invalid makes them invalid");
+    else if (v)
+      error(at(n->Mark()),
+            fmt::format("throttle must be warn or invalid, not '{}'{}", *v,
+                        util::suggestion_suffix(*v, {"warn", "invalid"})),
+            "throttle: warn flags runs the GPU throttled; throttle: invalid makes them invalid");
   }
 }
 
@@ -284,13 +302,13 @@ void Loader::check_across(Plan& plan) {
   if (plan.rounds_auto)
     if (auto problem = auto_rounds_problem(plan)) error(mark("rounds"), problem->first, problem->second);
   if (plan.prediction && !plan.baseline)
-    warn(mark("prediction"), "the prediction is judged against the baseline, and the plan names none: it stays unjudged",
+    warn(mark("prediction"),
+         "the prediction is judged against the baseline, and the plan names none: it stays unjudged",
          "add baseline: {axis: value}");
   check_placeholders(plan, mark("command"), plan.command);
   check_build_placeholders(plan, mark("build"), plan.build);
   plan.warnings = m_warnings;
 }
-
 
 Plan parse_plan(std::string_view text, const std::string& display_name, const fs::path& repo_root) {
   return Loader(display_name, repo_root).load(text);
@@ -333,6 +351,5 @@ Plan load_plan(const fs::path& file, const std::string& display_name, const fs::
   plan.file = fs::absolute(file).lexically_normal();
   return plan;
 }
-
 
 }  // namespace abtrack::plan

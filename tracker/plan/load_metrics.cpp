@@ -18,11 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kMetricKeys = {"json", "regex", "hyperfine", "gbench", "nvbench", "ncu", "file", "name",
-                                              "state", "kernel", "launch", "scale",  "better", "unit", "warmup"};
+const std::vector<std::string> kMetricKeys = {"json",   "regex", "hyperfine", "gbench", "nvbench",
+                                              "ncu",    "file",  "name",      "state",  "kernel",
+                                              "launch", "scale", "better",    "unit",   "warmup"};
 
 const std::vector<std::pair<std::string, Source>> kMetricSources = {
-    {"json", Source::json}, {"regex", Source::regex}, {"hyperfine", Source::hyperfine},
+    {"json", Source::json},     {"regex", Source::regex},     {"hyperfine", Source::hyperfine},
     {"gbench", Source::gbench}, {"nvbench", Source::nvbench}, {"ncu", Source::ncu}};
 
 const std::vector<std::string> kHyperfineFields = {"mean", "median", "min", "max", "stddev", "times"};
@@ -38,7 +39,7 @@ std::optional<std::tuple<std::string, Op, std::string>> parse_gate(std::string_v
   if (!util::is_identifier(name)) return std::nullopt;
   auto rest = util::trim(text.substr(i));
   static const std::pair<std::string_view, Op> ops[] = {{"<=", Op::le}, {">=", Op::ge}, {"==", Op::eq},
-                                                       {"!=", Op::ne}, {"<", Op::lt},  {">", Op::gt}};
+                                                        {"!=", Op::ne}, {"<", Op::lt},  {">", Op::gt}};
   for (const auto& [sym, op] : ops) {
     if (!rest.starts_with(sym)) continue;
     auto number = util::trim(rest.substr(sym.size()));
@@ -61,11 +62,14 @@ void Loader::load_metrics(const YAML::Node& n, Plan& plan) {
     m.name = k.Scalar();
     m.where = at(k.Mark());
     if (!util::is_identifier(m.name)) {
-      error(at(k.Mark()), fmt::format("metric name '{}' must be a letter or '_' followed by letters, digits or '_'", m.name));
+      error(at(k.Mark()),
+            fmt::format("metric name '{}' must be a letter or '_' followed by letters, digits or '_'", m.name));
       continue;
     }
     if (!v.IsMap()) {
-      error(at(v.Mark()), fmt::format("metric '{}' must be a mapping, e.g. {{json: median_us}} or {{regex: 'time: ([0-9.]+)'}}", m.name));
+      error(at(v.Mark()),
+            fmt::format("metric '{}' must be a mapping, e.g. {{json: median_us}} or {{regex: 'time: ([0-9.]+)'}}",
+                        m.name));
       continue;
     }
     auto keys = mapping(v, kMetricKeys, "metric key");
@@ -79,7 +83,9 @@ void Loader::load_metrics(const YAML::Node& n, Plan& plan) {
       auto b = scalar(it->second.second, "better");
       if (b == "lower") m.better = Better::lower;
       else if (b == "higher") m.better = Better::higher;
-      else if (b) error(at(it->second.second.Mark()), fmt::format("better must be 'lower' or 'higher', not '{}'{}", *b, util::suggestion_suffix(*b, {"lower", "higher"})));
+      else if (b)
+        error(at(it->second.second.Mark()), fmt::format("better must be 'lower' or 'higher', not '{}'{}", *b,
+                                                        util::suggestion_suffix(*b, {"lower", "higher"})));
     }
     if (auto it = keys.find("unit"); it != keys.end()) m.unit = scalar(it->second.second, "unit").value_or("");
     m.warmup = plan.warmup;
@@ -106,7 +112,8 @@ bool Loader::load_ncu_keys(Metric& m, const YAML::Node& v, const KeyMap& keys, c
   for (const char* k : {"kernel", "launch"}) {
     auto it = keys.find(k);
     if (it == keys.end() || m.source == Source::ncu) continue;
-    error(at(it->second.first.Mark()), fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, to_string(m.source)),
+    error(at(it->second.first.Mark()),
+          fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, to_string(m.source)),
           "kernel: and launch: choose the kernel launch an ncu: metric profiles");
     ok = false;
   }
@@ -153,17 +160,21 @@ bool Loader::load_ncu_keys(Metric& m, const YAML::Node& v, const KeyMap& keys, c
 void Loader::expand_ncu_set(const Metric& m, const KeyMap& keys, Plan& plan) {
   for (const char* k : {"better", "unit", "scale"})
     if (auto it = keys.find(k); it != keys.end())
-      error(at(it->second.first.Mark()), fmt::format("metric '{}': '{}' does not apply to the ncu set '{}'", m.name, k, m.selector),
-            fmt::format("name the set's metrics one by one (e.g. {}_dram: {{ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, "
-                        "better: lower}}) to give them '{}'",
-                        m.name, k));
+      error(
+          at(it->second.first.Mark()),
+          fmt::format("metric '{}': '{}' does not apply to the ncu set '{}'", m.name, k, m.selector),
+          fmt::format(
+              "name the set's metrics one by one (e.g. {}_dram: {{ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, "
+              "better: lower}}) to give them '{}'",
+              m.name, k));
   for (const auto& e : *ncu_set(m.selector)) {
     Metric one = m;
     one.name = m.name + "_" + e.suffix;
     one.selector = e.metric;
     one.unit = e.unit;
     if (plan.metric(one.name)) {
-      error(m.where, fmt::format("metric '{}' (from ncu: {}) is also defined elsewhere in the plan", one.name, m.selector),
+      error(m.where,
+            fmt::format("metric '{}' (from ncu: {}) is also defined elsewhere in the plan", one.name, m.selector),
             "rename one of them");
       continue;
     }
@@ -176,7 +187,8 @@ bool Loader::load_metric_source(Metric& m, const YAML::Node& v, const KeyMap& ke
   for (const auto& s : kMetricSources)
     if (keys.count(s.first)) given.push_back(&s);
   if (given.empty()) {
-    error(at(v.Mark()), fmt::format("metric '{}' needs one of 'json', 'regex', 'hyperfine', 'gbench', 'nvbench' or 'ncu'", m.name),
+    error(at(v.Mark()),
+          fmt::format("metric '{}' needs one of 'json', 'regex', 'hyperfine', 'gbench', 'nvbench' or 'ncu'", m.name),
           "e.g. {json: median_us}, {regex: 'time: ([0-9.]+)'} or {hyperfine: mean, file: hyperfine.json}");
     return false;
   }
@@ -228,7 +240,8 @@ bool Loader::load_file_and_scale(Metric& m, const KeyMap& keys) {
     const auto& n = it->second.second;
     auto x = number(n, fmt::format("metrics.{}.scale", m.name));
     if (x && !(std::isfinite(*x) && *x != 0)) {
-      error(at(n.Mark()), fmt::format("metric '{}': scale must be a finite non-zero number, not {}", m.name, n.Scalar()),
+      error(at(n.Mark()),
+            fmt::format("metric '{}': scale must be a finite non-zero number, not {}", m.name, n.Scalar()),
             "e.g. scale: 1e6 turns seconds into microseconds");
       ok = false;
     } else if (x) {
@@ -288,7 +301,8 @@ void Loader::load_prediction(const YAML::Node& n, Plan& plan) {
   if (auto it = keys.find("metric"); it != keys.end()) {
     auto s = scalar(it->second.second, "prediction.metric");
     if (s && !plan.metric(*s)) {
-      error(at(it->second.second.Mark()), fmt::format("prediction names unknown metric '{}'{}", *s, util::suggestion_suffix(*s, metric_names(plan))));
+      error(at(it->second.second.Mark()),
+            fmt::format("prediction names unknown metric '{}'{}", *s, util::suggestion_suffix(*s, metric_names(plan))));
       ok = false;
     } else if (s) {
       p.metric = *s;
@@ -345,21 +359,23 @@ void Loader::load_model(const YAML::Node& n, Plan& plan) {
     *field = *v;
   }
   if (!plan.metric(m.metric)) {
-    error(at(keys.at("metric").second.Mark()),
-          fmt::format("model names unknown metric '{}'{}", m.metric, util::suggestion_suffix(m.metric, metric_names(plan))));
+    error(at(keys.at("metric").second.Mark()), fmt::format("model names unknown metric '{}'{}", m.metric,
+                                                           util::suggestion_suffix(m.metric, metric_names(plan))));
     return;
   }
   auto axis = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == m.axis; });
   if (axis == plan.axes.end()) {
     std::vector<std::string> names;
     for (const auto& a : plan.axes) names.push_back(a.name);
-    error(at(keys.at("x").second.Mark()), fmt::format("model names unknown axis '{}'{}", m.axis, util::suggestion_suffix(m.axis, names)));
+    error(at(keys.at("x").second.Mark()),
+          fmt::format("model names unknown axis '{}'{}", m.axis, util::suggestion_suffix(m.axis, names)));
     return;
   }
   for (const auto& v : axis->values) {
     auto x = util::parse_double(v);
     if (!x || !std::isfinite(*x)) {
-      error(at(keys.at("x").second.Mark()), fmt::format("model axis '{}' has the value '{}', which is not a number", m.axis, v));
+      error(at(keys.at("x").second.Mark()),
+            fmt::format("model axis '{}' has the value '{}', which is not a number", m.axis, v));
       return;
     }
   }
@@ -371,16 +387,20 @@ void Loader::load_model(const YAML::Node& n, Plan& plan) {
 bool Loader::check_selector(const Metric& m, const YAML::Node& src) {
   bool ok = true;
   if (m.selector.empty()) {
-    static const std::map<Source, const char*> what = {{Source::json, "json path"}, {Source::regex, "regex"},
-                                                       {Source::hyperfine, "hyperfine field"}, {Source::gbench, "gbench field"},
-                                                       {Source::nvbench, "nvbench summary tag"}, {Source::ncu, "ncu metric name"}};
+    static const std::map<Source, const char*> what = {{Source::json, "json path"},
+                                                       {Source::regex, "regex"},
+                                                       {Source::hyperfine, "hyperfine field"},
+                                                       {Source::gbench, "gbench field"},
+                                                       {Source::nvbench, "nvbench summary tag"},
+                                                       {Source::ncu, "ncu metric name"}};
     error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, what.at(m.source)));
     ok = false;
   } else if (m.source == Source::regex) {
     try {
       std::regex re(m.selector, std::regex::ECMAScript);
       if (re.mark_count() < 1)
-        error(at(src.Mark()), fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
+        error(at(src.Mark()),
+              fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
               "e.g. regex: 'time: ([0-9.eE+-]+)'");
     } catch (const std::regex_error& e) {
       error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, e.what()));
@@ -392,12 +412,14 @@ bool Loader::check_selector(const Metric& m, const YAML::Node& src) {
                       m.selector, util::suggestion_suffix(m.selector, kHyperfineFields)));
     ok = false;
   } else if (m.source == Source::ncu && !ncu_set(m.selector) &&
-             (m.selector.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != std::string::npos ||
+             (m.selector.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+                  std::string::npos ||
               m.selector.find("__") == std::string::npos)) {
     // Passed to ncu in one comma-separated --metrics list: anything else would split or inject.
-    error(at(src.Mark()), fmt::format("metric '{}': '{}' is not an ncu metric name", m.name, m.selector),
-          "an ncu metric is unit__counter.rollup.submetric in letters, digits, '_' and '.', e.g. "
-          "dram__throughput.avg.pct_of_peak_sustained_elapsed (ncu --query-metrics lists them), or the set 'occupancy'");
+    error(
+        at(src.Mark()), fmt::format("metric '{}': '{}' is not an ncu metric name", m.name, m.selector),
+        "an ncu metric is unit__counter.rollup.submetric in letters, digits, '_' and '.', e.g. "
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed (ncu --query-metrics lists them), or the set 'occupancy'");
     ok = false;
   }
   return ok;
@@ -406,16 +428,17 @@ bool Loader::check_selector(const Metric& m, const YAML::Node& src) {
 // `name:` selects hyperfine results / gbench rows, `state:` nvbench states.
 bool Loader::load_metric_filter(Metric& m, const KeyMap& keys, const std::string& key, const Plan& plan) {
   bool ok = true;
-  const char* filter_key = m.source == Source::nvbench ? "state"
+  const char* filter_key = m.source == Source::nvbench                                     ? "state"
                            : (m.source == Source::hyperfine || m.source == Source::gbench) ? "name"
-                                                                                             : nullptr;
+                                                                                           : nullptr;
   for (const char* k : {"name", "state"}) {
     auto it = keys.find(k);
     if (it == keys.end()) continue;
     if (!filter_key || std::string_view(k) != filter_key) {
       error(at(it->second.first.Mark()),
-            filter_key ? fmt::format("metric '{}': '{}' does not apply to '{}' (it takes '{}')", m.name, k, key, filter_key)
-                       : fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, key),
+            filter_key
+                ? fmt::format("metric '{}': '{}' does not apply to '{}' (it takes '{}')", m.name, k, key, filter_key)
+                : fmt::format("metric '{}': '{}' does not apply to '{}'", m.name, k, key),
             "name: selects hyperfine results and gbench rows, state: nvbench states");
       ok = false;
       continue;
@@ -433,7 +456,8 @@ bool Loader::load_metric_filter(Metric& m, const KeyMap& keys, const std::string
       std::regex re(substitute_regex(plan, first, *f), std::regex::ECMAScript);
       m.filter = *f;
     } catch (const std::regex_error& e) {
-      error(at(it->second.second.Mark()), fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()),
+      error(at(it->second.second.Mark()),
+            fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()),
             placeholder_hint(plan, *f));
       ok = false;
     }

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 void Loader::load_artifacts(const YAML::Node& n, Plan& plan) {
   if (!n.IsSequence()) {
-    error(at(n.Mark()), "artifacts must be a list of repository-relative paths, e.g. artifacts: ['build/k-{warps}.cubin']");
+    error(at(n.Mark()),
+          "artifacts must be a list of repository-relative paths, e.g. artifacts: ['build/k-{warps}.cubin']");
     return;
   }
   for (const auto& entry : n) {
@@ -27,7 +28,8 @@ void Loader::load_artifacts(const YAML::Node& n, Plan& plan) {
     if (entry.IsMap()) {
       auto keys = mapping(entry, {"path", "build_log", "kernel"}, "artifact key");
       if (!keys.count("path")) {
-        error(at(entry.Mark()), "an artifact given as a mapping needs 'path'", "e.g. {path: build/k.cubin, build_log: build/ptxas.log}");
+        error(at(entry.Mark()), "an artifact given as a mapping needs 'path'",
+              "e.g. {path: build/k.cubin, build_log: build/ptxas.log}");
         continue;
       }
       e = keys.at("path").second;
@@ -44,7 +46,8 @@ void Loader::load_artifacts(const YAML::Node& n, Plan& plan) {
           std::regex re(*k, std::regex::ECMAScript);
           options.kernel = *k;
         } catch (const std::regex_error& err) {
-          error(at(it->second.second.Mark()), fmt::format("the kernel regex of artifact '{}' does not compile: {}", e.Scalar(), err.what()));
+          error(at(it->second.second.Mark()),
+                fmt::format("the kernel regex of artifact '{}' does not compile: {}", e.Scalar(), err.what()));
           continue;
         }
       }
@@ -63,7 +66,7 @@ void Loader::load_artifacts(const YAML::Node& n, Plan& plan) {
 }
 
 void Loader::load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, const YAML::Node* executor,
-                    const YAML::Node* slurm, Plan& plan) {
+                            const YAML::Node* slurm, Plan& plan) {
   if (gpus) {
     if (!gpus->IsSequence() || gpus->size() == 0) {
       error(at(gpus->Mark()), "gpus must be a non-empty list of GPU ids, e.g. gpus: [0, 1]");
@@ -88,8 +91,8 @@ void Loader::load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, cons
       error(at(jobs->Mark()), fmt::format("jobs must be a whole number from 1 to 1024, not {}", jobs->Scalar()));
     else if (v) plan.jobs = static_cast<int>(*v);
     if (!plan.gpus.empty() && plan.jobs > static_cast<int>(plan.gpus.size()))
-      error(at(jobs->Mark()), fmt::format("jobs: {} but gpus lists {}; each running cell gets its own GPU", plan.jobs,
-                                          plan.gpus.size()));
+      error(at(jobs->Mark()),
+            fmt::format("jobs: {} but gpus lists {}; each running cell gets its own GPU", plan.jobs, plan.gpus.size()));
   } else if (!plan.gpus.empty()) {
     plan.jobs = static_cast<int>(plan.gpus.size());
   }
@@ -105,7 +108,8 @@ void Loader::load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, cons
     if (!slurm->IsMap()) {
       error(at(slurm->Mark()), "slurm must be a mapping, e.g. slurm: {partition: gpu, gres: 'gpu:1', time: 10}");
     } else {
-      auto keys = mapping(*slurm, {"partition", "gres", "time", "max_parallel", "account", "extra", "dir"}, "slurm key");
+      auto keys =
+          mapping(*slurm, {"partition", "gres", "time", "max_parallel", "account", "extra", "dir"}, "slurm key");
       auto text = [&](const char* k, std::string& dst) {
         if (auto it = keys.find(k); it != keys.end())
           dst = scalar(it->second.second, fmt::format("slurm {}", k)).value_or("");
@@ -118,7 +122,8 @@ void Loader::load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, cons
       if (auto it = keys.find("max_parallel"); it != keys.end()) {
         const auto& n = it->second.second;
         if (auto v = number(n, "slurm max_parallel"); v && !(*v >= 1 && *v <= 100000 && std::floor(*v) == *v))
-          error(at(n.Mark()), fmt::format("slurm max_parallel must be a whole number from 1 to 100000, not {}", n.Scalar()));
+          error(at(n.Mark()),
+                fmt::format("slurm max_parallel must be a whole number from 1 to 100000, not {}", n.Scalar()));
         else if (v) plan.slurm.max_parallel = static_cast<int>(*v);
       }
       if (auto it = keys.find("extra"); it != keys.end()) {
@@ -135,12 +140,16 @@ void Loader::load_scale_out(const YAML::Node* jobs, const YAML::Node* gpus, cons
     }
   }
   if (plan.executor == ExecutorKind::slurm) {
-    if (gpus) error(at(gpus->Mark()), "gpus is for the local executor", "with executor: slurm, ask for GPUs with slurm: {gres: 'gpu:1'}");
-    if (jobs) error(at(jobs->Mark()), "jobs is for the local executor", "with executor: slurm, use slurm: {max_parallel: N}");
+    if (gpus)
+      error(at(gpus->Mark()), "gpus is for the local executor",
+            "with executor: slurm, ask for GPUs with slurm: {gres: 'gpu:1'}");
+    if (jobs)
+      error(at(jobs->Mark()), "jobs is for the local executor", "with executor: slurm, use slurm: {max_parallel: N}");
     std::set<int> ncu_lines;  // a set's metrics share their line: one error for it
     for (const auto& m : plan.metrics)
       if (!m.file.empty())
-        error(m.where, fmt::format("metric '{}' reads file: {}, which executor: slurm does not support", m.name, m.file),
+        error(m.where,
+              fmt::format("metric '{}' reads file: {}, which executor: slurm does not support", m.name, m.file),
               "print the value on stdout (a task's stdout travels back in its result file)");
       else if (m.source == Source::ncu && ncu_lines.insert(m.where.line).second)
         error(m.where, fmt::format("metric '{}' is read with ncu, which executor: slurm does not support", m.name),
@@ -174,14 +183,18 @@ void Loader::load_revisions(const YAML::Node& n, Plan& plan) {
   for (auto& [k, v] : ordered(n, "revision")) {
     const std::string name = k.Scalar();
     if (!util::is_identifier(name)) {
-      error(at(k.Mark()), fmt::format("revision name '{}' must be a letter or '_' followed by letters, digits or '_'", name),
-            "the name is the value of the rev axis (rev=base); the revision it names goes on the right: base: origin/main");
+      error(
+          at(k.Mark()),
+          fmt::format("revision name '{}' must be a letter or '_' followed by letters, digits or '_'", name),
+          "the name is the value of the rev axis (rev=base); the revision it names goes on the right: base: origin/main");
       continue;
     }
     auto spec = scalar(v, "revision");
     if (!spec) continue;
     if (util::trim(*spec).empty() || has_control(*spec, true) || spec->find_first_of(" \t\n") != std::string::npos) {
-      error(at(v.Mark()), fmt::format("revision '{}' must name one git revision (a branch, tag, commit or HEAD~3) or WORKTREE", name));
+      error(
+          at(v.Mark()),
+          fmt::format("revision '{}' must name one git revision (a branch, tag, commit or HEAD~3) or WORKTREE", name));
       continue;
     }
     plan.revisions.emplace_back(name, *spec);
@@ -204,7 +217,8 @@ void Loader::load_axes(const YAML::Node& n, Plan& plan) {
       continue;
     }
     if (!util::is_identifier(axis.name)) {
-      error(at(k.Mark()), fmt::format("axis name '{}' must be a letter or '_' followed by letters, digits or '_'", axis.name));
+      error(at(k.Mark()),
+            fmt::format("axis name '{}' must be a letter or '_' followed by letters, digits or '_'", axis.name));
       continue;
     }
     if (!v.IsSequence()) {
@@ -221,11 +235,13 @@ void Loader::load_axes(const YAML::Node& n, Plan& plan) {
         continue;
       }
       if (e.Scalar().find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
-        error(at(e.Mark()), fmt::format("a value of axis '{}' spans several lines; values must be single lines", axis.name));
+        error(at(e.Mark()),
+              fmt::format("a value of axis '{}' spans several lines; values must be single lines", axis.name));
         continue;
       }
       if (has_control(e.Scalar(), true)) {
-        error(at(e.Mark()), fmt::format("a value of axis '{}' holds a control character (an escape, a backspace)", axis.name),
+        error(at(e.Mark()),
+              fmt::format("a value of axis '{}' holds a control character (an escape, a backspace)", axis.name),
               "values are printed on terminals and in the document: plain text only");
         continue;
       }
@@ -274,7 +290,8 @@ std::string Loader::placeholder_hint(const Plan& plan, std::string_view text) {
     if (std::find(names.begin(), names.end(), p.name) != names.end()) continue;
     auto near = util::did_you_mean(p.name, names);
     return fmt::format("'{{{}}}' is not an axis{} {{axis}} is replaced by the cell's value (the axes: {})", p.name,
-                       near ? fmt::format(", did you mean '{{{}}}'?", *near) : std::string("."), fmt::join(names, ", "));
+                       near ? fmt::format(", did you mean '{{{}}}'?", *near) : std::string("."),
+                       fmt::join(names, ", "));
   }
   return text.find('{') != std::string_view::npos ? "a literal brace in a regex is written \\{" : "";
 }
@@ -292,19 +309,21 @@ void Loader::check_placeholders(Plan& plan, const Location& where, const std::st
     auto axis = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == p.name; });
     if (axis == plan.axes.end()) {
       if (auto s = util::did_you_mean(p.name, names))
-        warn(where, fmt::format("command has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?", written,
-                                *s, p.words ? kSplitSuffix : ""));
+        warn(where, fmt::format("command has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?",
+                                written, *s, p.words ? kSplitSuffix : ""));
       continue;
     }
     // A quoted value with a blank, first in a command, names a program called "gzip -6".
     auto spaced = std::find_if(axis->values.begin(), axis->values.end(), [](const std::string& v) {
       return util::trim(v).find_first_of(" \t") != std::string_view::npos;
     });
-    if (p.words || spaced == axis->values.end() || !command_position(text, p.open) || !warned.insert(p.name).second) continue;
+    if (p.words || spaced == axis->values.end() || !command_position(text, p.open) || !warned.insert(p.name).second)
+      continue;
     warn(where,
-         fmt::format("command puts {{{}}} first in a command, and its value '{}' has a blank: it is one shell-quoted word, "
-                     "so the shell looks for a program named '{}'",
-                     p.name, *spaced, *spaced),
+         fmt::format(
+             "command puts {{{}}} first in a command, and its value '{}' has a blank: it is one shell-quoted word, "
+             "so the shell looks for a program named '{}'",
+             p.name, *spaced, *spaced),
          fmt::format("write {{{}...}} to split the value into words (each still shell-quoted)", p.name));
   }
 }
@@ -317,15 +336,19 @@ void Loader::check_build_placeholders(const Plan& plan, const Location& where, c
     const std::string written = fmt::format("{{{}{}}}", p.name, p.words ? kSplitSuffix : "");
     if (!warned.insert(written).second) continue;
     if (std::find(names.begin(), names.end(), p.name) != names.end()) {
-      warn(where, fmt::format("build has '{}', which is left as it is: the build runs once per code tree, not per cell", written),
+      warn(where,
+           fmt::format("build has '{}', which is left as it is: the build runs once per code tree, not per cell",
+                       written),
            "give what varies per cell to the command (or env:); the build cannot depend on an axis");
     } else if (auto s = util::did_you_mean(p.name, names)) {
-      warn(where, fmt::format("build has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?", written, *s,
-                              p.words ? kSplitSuffix : ""),
+      warn(where,
+           fmt::format("build has '{}', which is not an axis and is left as it is; did you mean '{{{}{}}}'?", written,
+                       *s, p.words ? kSplitSuffix : ""),
            "the build runs once per code tree, not per cell: no {axis} in it is replaced");
     } else {
-      warn(where, fmt::format("build has '{}', which is not an axis and is left as it is", written),
-           "no {name} in build: is replaced (it runs once per code tree, not per cell); write ${NAME} for a shell variable");
+      warn(
+          where, fmt::format("build has '{}', which is not an axis and is left as it is", written),
+          "no {name} in build: is replaced (it runs once per code tree, not per cell); write ${NAME} for a shell variable");
     }
   }
 }

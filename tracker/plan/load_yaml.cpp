@@ -68,7 +68,8 @@ Loader::KeyMap Loader::mapping(const YAML::Node& n, const std::vector<std::strin
       continue;
     }
     if (auto prev = out.find(key); prev != out.end()) {
-      error(at(k.Mark()), fmt::format("duplicate key '{}' (first given at line {})", key, prev->second.first.Mark().line + 1));
+      error(at(k.Mark()),
+            fmt::format("duplicate key '{}' (first given at line {})", key, prev->second.first.Mark().line + 1));
       continue;
     }
     out.emplace(key, std::pair{k, v});
@@ -165,7 +166,8 @@ std::optional<Assignment> Loader::assignment(const YAML::Node& n, const Plan& pl
     const std::string key = k.Scalar();  // a structured binding cannot be captured before C++20 in clang 14
     auto it = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const Axis& a) { return a.name == key; });
     if (it == plan.axes.end()) {
-      error(at(k.Mark()), fmt::format("{} names unknown axis '{}'{}", what, k.Scalar(), util::suggestion_suffix(k.Scalar(), names)));
+      error(at(k.Mark()),
+            fmt::format("{} names unknown axis '{}'{}", what, k.Scalar(), util::suggestion_suffix(k.Scalar(), names)));
       ok = false;
       continue;
     }

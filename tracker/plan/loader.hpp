@@ -144,7 +144,7 @@ class Loader {
   std::filesystem::path m_root;
   std::vector<Diagnostic> m_errors;
   std::vector<Diagnostic> m_warnings;
-  KeyMap m_keys;  // the plan's top-level keys
+  KeyMap m_keys;            // the plan's top-level keys
   Location m_warmup_where;  // the plan's `warmup:` value: its metrics' default
 };
 

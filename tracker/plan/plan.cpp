@@ -97,8 +97,8 @@ Cell Plan::parse_cell(std::string_view spec) const {
       for (const auto& a : axes)
         if (std::find(a.values.begin(), a.values.end(), value) != a.values.end())
           throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
-                      fmt::format("'{}' is a value of axis '{}': write {}={}; e.g. --cell {}", value, a.name, a.name, value,
-                                  example_cell_spec(*this)));
+                      fmt::format("'{}' is a value of axis '{}': write {}={}; e.g. --cell {}", value, a.name, a.name,
+                                  value, example_cell_spec(*this)));
       throw Error(Exit::usage, fmt::format("--cell: '{}' is not axis=value", part),
                   "write --cell " + example_cell_spec(*this));
     }
@@ -114,9 +114,10 @@ Cell Plan::parse_cell(std::string_view spec) const {
     if (seen[i]) throw Error(Exit::usage, fmt::format("--cell: axis '{}' is named twice", name), "name each axis once");
     const auto& vals = axes[i].values;
     if (std::find(vals.begin(), vals.end(), value) == vals.end())
-      throw Error(Exit::usage,
-                  fmt::format("--cell: axis '{}' has no value '{}'{}", name, value, util::suggestion_suffix(value, vals)),
-                  fmt::format("its values are: {}", fmt::join(vals, ", ")));
+      throw Error(
+          Exit::usage,
+          fmt::format("--cell: axis '{}' has no value '{}'{}", name, value, util::suggestion_suffix(value, vals)),
+          fmt::format("its values are: {}", fmt::join(vals, ", ")));
     c.values[i] = value;
     seen[i] = true;
   }
@@ -134,9 +135,7 @@ const Metric* Plan::metric(std::string_view name) const {
   return nullptr;
 }
 
-std::filesystem::path Plan::command_dir() const {
-  return workdir.empty() ? repo_root : repo_root / workdir;
-}
+std::filesystem::path Plan::command_dir() const { return workdir.empty() ? repo_root : repo_root / workdir; }
 
 namespace {
 
@@ -289,7 +288,9 @@ bool holds(Op op, double v, double t) {
 std::string recipe(const Plan& plan, const Cell& cell) {
   // Each part named and length-prefixed, so no two recipes hash the same text.
   std::string text;
-  auto part = [&](std::string_view name, std::string_view value) { text += fmt::format("{} {}\n{}\n", name, value.size(), value); };
+  auto part = [&](std::string_view name, std::string_view value) {
+    text += fmt::format("{} {}\n{}\n", name, value.size(), value);
+  };
   part("command", substitute(plan, cell, plan.command, true));
   part("workdir", plan.workdir);
   for (const auto& [k, v] : plan.env) part("env " + k, substitute(plan, cell, v, false));
@@ -304,11 +305,15 @@ std::string recipe(const Plan& plan, const Cell& cell) {
 
 std::optional<std::pair<std::string, std::string>> auto_rounds_problem(const Plan& plan) {
   if (!plan.baseline)
-    return std::pair{std::string("rounds: auto runs until each cell's comparison with its baseline is decided, and the plan names no baseline"),
-                     std::string("add baseline: {axis: value} (with revisions:, e.g. baseline: {rev: base}), or give a number of rounds")};
+    return std::pair{
+        std::string(
+            "rounds: auto runs until each cell's comparison with its baseline is decided, and the plan names no baseline"),
+        std::string(
+            "add baseline: {axis: value} (with revisions:, e.g. baseline: {rev: base}), or give a number of rounds")};
   if (std::none_of(plan.metrics.begin(), plan.metrics.end(), [](const Metric& m) { return m.better != Better::none; }))
-    return std::pair{std::string("rounds: auto needs a metric with better: to decide on, and the plan has none"),
-                     std::string("add better: lower (or higher) to the metric you compare, e.g. time_us: {json: t, better: lower}")};
+    return std::pair{
+        std::string("rounds: auto needs a metric with better: to decide on, and the plan has none"),
+        std::string("add better: lower (or higher) to the metric you compare, e.g. time_us: {json: t, better: lower}")};
   return std::nullopt;
 }
 

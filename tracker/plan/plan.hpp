@@ -36,14 +36,15 @@ enum class Source { json, regex, hyperfine, gbench, nvbench, ncu };
 struct Metric {
   std::string name;
   Source source = Source::json;
-  std::string selector;  // dotted JSON path, regex (group 1 is the sample), hyperfine/gbench field, nvbench tag or ncu metric
-  std::string filter;    // `name:` (hyperfine, gbench) or `state:` (nvbench) regex; empty: every entry
-  std::string file;      // `file:` path, relative to the command's working directory, with {axis}; empty: stdout
-  double scale = 1;      // every sample is multiplied by it
+  std::string
+      selector;  // dotted JSON path, regex (group 1 is the sample), hyperfine/gbench field, nvbench tag or ncu metric
+  std::string filter;  // `name:` (hyperfine, gbench) or `state:` (nvbench) regex; empty: every entry
+  std::string file;    // `file:` path, relative to the command's working directory, with {axis}; empty: stdout
+  double scale = 1;    // every sample is multiplied by it
   Better better = Better::none;
   std::string unit;
-  std::string kernel;    // ncu: `kernel:` regex (ncu's -k regex:, with {axis}); empty: every kernel
-  int launch = 0;        // ncu: `launch:` which matching launch is profiled (ncu's --launch-skip)
+  std::string kernel;  // ncu: `kernel:` regex (ncu's -k regex:, with {axis}); empty: every kernel
+  int launch = 0;      // ncu: `launch:` which matching launch is profiled (ncu's --launch-skip)
   Location where;
   // The first samples of every invocation dropped from the analysis as warm-up (the metric's
   // `warmup:`, else the plan's), and where that count was given (the run's error names it).
@@ -143,18 +144,18 @@ struct Plan {
   std::string workdir;  // repo-relative; empty: the repository root
   double timeout_s = 600;
   int repeats = 1;
-  int warmup = 0;              // `warmup:` each metric's default (Metric::warmup holds the one that applies)
-  double alpha = 0.05;         // significance level of comparisons
-  double min_effect_pct = 0.5; // changes smaller than this are "equivalent"
+  int warmup = 0;               // `warmup:` each metric's default (Metric::warmup holds the one that applies)
+  double alpha = 0.05;          // significance level of comparisons
+  double min_effect_pct = 0.5;  // changes smaller than this are "equivalent"
   std::vector<Metric> metrics;
   std::vector<Gate> gates;
   std::optional<Model> model;
-  std::vector<std::string> artifacts;  // repo-relative paths with {axis}; hashed after each run
+  std::vector<std::string> artifacts;             // repo-relative paths with {axis}; hashed after each run
   std::vector<ArtifactOptions> artifact_options;  // each artifact's (same order)
-  bool plot = true;                    // `plot: false`: no SVG plot beside the document
-  std::optional<bool> plot_log_y;      // `plot: {y: log|linear}`; unset: log when values span > a decade
-  int jobs = 1;                    // cells run at once by the local executor
-  std::vector<std::string> gpus;   // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
+  bool plot = true;                               // `plot: false`: no SVG plot beside the document
+  std::optional<bool> plot_log_y;                 // `plot: {y: log|linear}`; unset: log when values span > a decade
+  int jobs = 1;                                   // cells run at once by the local executor
+  std::vector<std::string> gpus;                  // GPU ids handed out one per running cell (CUDA_VISIBLE_DEVICES)
   ExecutorKind executor = ExecutorKind::local;
   Throttle throttle = Throttle::warn;  // `throttle:`
   SlurmOptions slurm;

@@ -92,7 +92,6 @@ std::uint32_t checksum(std::string_view s) {
   return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
-
 // An invocation's watch, every field (the document's evidence reads the busy medians and the
 // throttle reasons; the rest keeps the cached watch equal to the record's).
 void put_watch(Writer& w, const runner::Watch& watch) {
@@ -105,7 +104,8 @@ void put_watch(Writer& w, const runner::Watch& watch) {
     w.str(g.uuid);
     w.pod<std::int32_t>(g.samples);
     w.pod<std::int32_t>(g.busy);
-    for (const auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct, &g.mem_util_pct}) {
+    for (const auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c,
+                          &g.gpu_util_pct, &g.mem_util_pct}) {
       w.pod<std::uint8_t>(r->has_value());
       if (*r) w.pod<double>((*r)->min), w.pod<double>((*r)->median), w.pod<double>((*r)->max);
     }
@@ -134,7 +134,8 @@ runner::Watch get_watch(Reader& in, std::size_t limit) {
     g.uuid = in.str();
     g.samples = in.pod<std::int32_t>();
     g.busy = in.pod<std::int32_t>();
-    for (auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct, &g.mem_util_pct})
+    for (auto* r : {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct,
+                    &g.mem_util_pct})
       if (in.pod<std::uint8_t>()) {
         runner::Range range;
         range.min = in.pod<double>();
@@ -392,7 +393,8 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
   std::string_view data(m_map, m_map_size);
   if (!data.starts_with(kMagic)) {
     std::error_code ec;
-    if (m_map_size > 0) std::filesystem::remove(m_file, ec);  // foreign or another format: start over (a cache, never an error)
+    if (m_map_size > 0)
+      std::filesystem::remove(m_file, ec);  // foreign or another format: start over (a cache, never an error)
     return;
   }
   // Only the frames' lengths and ids are read here: a history of thousands of runs is indexed

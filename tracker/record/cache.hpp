@@ -27,13 +27,13 @@ struct HeaderView {
   int run = 0;
   std::string_view id;  // Record::data.id
   runner::Outcome outcome = runner::Outcome::invalid;
-  std::string_view commit;    // Record::code
+  std::string_view commit;  // Record::code
   bool dirty = false;
   std::string_view snapshot;
   std::string_view tree;
   std::string_view recipe;
   std::string_view revision;
-  double command_s = 0;  // Record::data.command_s
+  double command_s = 0;         // Record::data.command_s
   std::uint32_t cell_size = 0;  // pairs in `cell`
   std::string_view cell;        // the cell's axis -> value pairs, encoded (use value())
   // The value of the first pair naming `axis`, nullopt when none does.

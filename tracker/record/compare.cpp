@@ -21,14 +21,16 @@ CellLocator::CellLocator(const plan::Plan& plan) : m_plan(plan), m_cells(plan.ce
     std::size_t key = 0;
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const auto& values = axes[a].values;
-      key = key * values.size() + static_cast<std::size_t>(std::find(values.begin(), values.end(), m_cells[i].values[a]) - values.begin());
+      key = key * values.size() +
+            static_cast<std::size_t>(std::find(values.begin(), values.end(), m_cells[i].values[a]) - values.begin());
     }
     if (m_slot[key] < 0) m_slot[key] = static_cast<int>(i);
   }
 }
 
 template <class ValueOf>
-std::optional<std::size_t> CellLocator::locate(std::string_view experiment, std::size_t pairs, const ValueOf& value_of) const {
+std::optional<std::size_t> CellLocator::locate(std::string_view experiment, std::size_t pairs,
+                                               const ValueOf& value_of) const {
   const auto& axes = m_plan.axes;
   if (experiment != m_plan.experiment || pairs != axes.size() || axes.empty()) return std::nullopt;
   std::size_t key = 0;
@@ -121,7 +123,8 @@ Comparison compare_with_baseline(const plan::Plan& plan, const CellRuns& baselin
     auto a = baseline.samples.find(m->name);
     auto b = samples.find(m->name);
     if (a == baseline.samples.end() || a->second.empty() || b == samples.end() || b->second.empty()) {
-      c.notes.push_back(fmt::format("{}: no samples on {} side", m->name, b == samples.end() || b->second.empty() ? "this" : "the baseline"));
+      c.notes.push_back(fmt::format("{}: no samples on {} side", m->name,
+                                    b == samples.end() || b->second.empty() ? "this" : "the baseline"));
       continue;
     }
     opts.better = m->better == plan::Better::higher ? stats::Better::higher : stats::Better::lower;
@@ -144,7 +147,8 @@ std::string round_key(const Record& r) {
 
 // Each measured round's samples of `metric` over the pool's valid runs, by round; `sequential`
 // collects the rounds of batches that ran `rounds: auto`.
-std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std::string& metric, std::set<std::string>& sequential) {
+std::map<std::string, std::vector<double>> by_round(const CellRuns& c, const std::string& metric,
+                                                    std::set<std::string>& sequential) {
   std::map<std::string, std::vector<double>> out;
   for (const auto* r : c.pool()) {
     if (r->data.outcome == runner::Outcome::invalid) continue;

@@ -20,7 +20,9 @@ using ojson = nlohmann::ordered_json;
 ojson num(double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); }
 ojson opt(const std::optional<double>& v) { return v ? num(*v) : ojson(nullptr); }
 template <class T>
-ojson opt_int(const std::optional<T>& v) { return v ? ojson(*v) : ojson(nullptr); }
+ojson opt_int(const std::optional<T>& v) {
+  return v ? ojson(*v) : ojson(nullptr);
+}
 
 // Integers written as plain digits become JSON numbers; anything else stays a string, so a
 // value reads back as exactly the text the plan had.
@@ -52,9 +54,12 @@ ojson watched(double v) {
 
 // The watcher's [min, median, max] fields of a GPU, by their record keys.
 const std::pair<const char*, std::optional<runner::Range> runner::GpuWatch::*> kWatchRanges[] = {
-    {"sm_clock_mhz", &runner::GpuWatch::sm_clock_mhz},   {"mem_clock_mhz", &runner::GpuWatch::mem_clock_mhz},
-    {"power_w", &runner::GpuWatch::power_w},             {"power_limit_w", &runner::GpuWatch::power_limit_w},
-    {"temperature_c", &runner::GpuWatch::temperature_c}, {"gpu_util_pct", &runner::GpuWatch::gpu_util_pct},
+    {"sm_clock_mhz", &runner::GpuWatch::sm_clock_mhz},
+    {"mem_clock_mhz", &runner::GpuWatch::mem_clock_mhz},
+    {"power_w", &runner::GpuWatch::power_w},
+    {"power_limit_w", &runner::GpuWatch::power_limit_w},
+    {"temperature_c", &runner::GpuWatch::temperature_c},
+    {"gpu_util_pct", &runner::GpuWatch::gpu_util_pct},
     {"mem_util_pct", &runner::GpuWatch::mem_util_pct}};
 
 // The watcher's view of one invocation: min/median/max as [min, median, max].
@@ -96,10 +101,14 @@ runner::Watch parse_watch(const ojson& j) {
         r = runner::Range{a[0].get<double>(), a[1].get<double>(), a[2].get<double>()};
     };
     for (const auto& [key, member] : kWatchRanges) range(key, g.*member);
-    if (gj.contains("busy_sm_clock_mhz") && gj["busy_sm_clock_mhz"].is_number()) g.busy_sm_clock_mhz = gj["busy_sm_clock_mhz"].get<double>();
-    if (gj.contains("busy_mem_clock_mhz") && gj["busy_mem_clock_mhz"].is_number()) g.busy_mem_clock_mhz = gj["busy_mem_clock_mhz"].get<double>();
-    if (gj.contains("busy_power_w") && gj["busy_power_w"].is_number()) g.busy_power_w = gj["busy_power_w"].get<double>();
-    if (gj.contains("busy_gpu_util_pct") && gj["busy_gpu_util_pct"].is_number()) g.busy_gpu_util_pct = gj["busy_gpu_util_pct"].get<double>();
+    if (gj.contains("busy_sm_clock_mhz") && gj["busy_sm_clock_mhz"].is_number())
+      g.busy_sm_clock_mhz = gj["busy_sm_clock_mhz"].get<double>();
+    if (gj.contains("busy_mem_clock_mhz") && gj["busy_mem_clock_mhz"].is_number())
+      g.busy_mem_clock_mhz = gj["busy_mem_clock_mhz"].get<double>();
+    if (gj.contains("busy_power_w") && gj["busy_power_w"].is_number())
+      g.busy_power_w = gj["busy_power_w"].get<double>();
+    if (gj.contains("busy_gpu_util_pct") && gj["busy_gpu_util_pct"].is_number())
+      g.busy_gpu_util_pct = gj["busy_gpu_util_pct"].get<double>();
     for (const auto& t : gj.value("throttle", ojson::array()))
       if (t.is_string()) g.throttle.push_back(t.get<std::string>());
     w.gpus.push_back(std::move(g));
@@ -108,15 +117,9 @@ runner::Watch parse_watch(const ojson& j) {
 }
 
 ojson invocation_json(const runner::Invocation& inv) {
-  ojson j{{"command", inv.command},
-          {"exit_code", opt_int(inv.exit_code)},
-          {"signal", opt_int(inv.signal)},
-          {"timed_out", inv.timed_out},
-          {"duration_s", inv.duration_s},
-          {"stdout_bytes", inv.stdout_bytes},
-          {"stderr_bytes", inv.stderr_bytes},
-          {"stdout_tail", inv.stdout_tail},
-          {"stderr_tail", inv.stderr_tail}};
+  ojson j{{"command", inv.command},           {"exit_code", opt_int(inv.exit_code)}, {"signal", opt_int(inv.signal)},
+          {"timed_out", inv.timed_out},       {"duration_s", inv.duration_s},        {"stdout_bytes", inv.stdout_bytes},
+          {"stderr_bytes", inv.stderr_bytes}, {"stdout_tail", inv.stdout_tail},      {"stderr_tail", inv.stderr_tail}};
   if (inv.watch) j["watch"] = watch_json(*inv.watch);
   return j;
 }
@@ -165,10 +168,8 @@ ojson comparison_json(const Comparison& c) {
       j["sigma_between_pct"] = num(r.sigma_between_pct);
     }
   }
-  return ojson{{"baseline_run", c.baseline_run},
-               {"baseline_cell", c.baseline_cell},
-               {"metrics", metrics},
-               {"notes", c.notes}};
+  return ojson{
+      {"baseline_run", c.baseline_run}, {"baseline_cell", c.baseline_cell}, {"metrics", metrics}, {"notes", c.notes}};
 }
 
 stats::Interval parse_interval(const ojson& j, const char* key) {
@@ -192,8 +193,8 @@ stats::Comparison parse_metric_comparison(const ojson& m) {
   r.delta_ci_pct = parse_interval(m, "delta_ci_pct");
   if (m.contains("p_value") && m["p_value"].is_number()) r.p_value = m["p_value"].get<double>();
   const std::string verdict = m.value("verdict", "");
-  for (auto v : {stats::Verdict::inconclusive, stats::Verdict::better, stats::Verdict::worse, stats::Verdict::equivalent,
-                 stats::Verdict::same})
+  for (auto v : {stats::Verdict::inconclusive, stats::Verdict::better, stats::Verdict::worse,
+                 stats::Verdict::equivalent, stats::Verdict::same})
     if (verdict == stats::to_string(v)) r.verdict = v;
   r.exact = m.value("exact", false);
   r.absolute = m.contains("delta_abs") && m["delta_abs"].is_number();
@@ -279,7 +280,11 @@ std::optional<plan::Cell> plan_cell(const plan::Plan& plan, const CellValues& va
 namespace {
 
 ojson build_json(const Build& b) {
-  return ojson{{"command", b.command}, {"seconds", b.seconds}, {"finished", b.finished}, {"log", b.log}, {"toolchain", b.toolchain}};
+  return ojson{{"command", b.command},
+               {"seconds", b.seconds},
+               {"finished", b.finished},
+               {"log", b.log},
+               {"toolchain", b.toolchain}};
 }
 
 Build build_of(const ojson& j) {
@@ -468,7 +473,7 @@ ojson env_json(const runner::Environment& e) {
     if (!g.clocks_from.empty()) gpus.back()["clocks_from"] = g.clocks_from;
   }
   ojson env{{"host", e.host},         {"os", e.os},   {"cpu", e.cpu},       {"cpus", e.cpus},
-            {"compiler", e.compiler}, {"gpus", gpus},     {"driver", e.driver}, {"cuda", e.cuda}};
+            {"compiler", e.compiler}, {"gpus", gpus}, {"driver", e.driver}, {"cuda", e.cuda}};
   return env;
 }
 
@@ -513,13 +518,15 @@ std::string to_json(const Record& r) {
           {"gates", gates},
           {"profiles", ojson::array()},
           {"comparison", r.comparison ? comparison_json(*r.comparison) : ojson(nullptr)},
-          {"schedule", r.data.schedule ? ojson{{"round", r.data.schedule->round},
-                                                {"rounds", r.data.schedule->rounds},
-                                                {"seed", r.data.schedule->seed},
-                                                {"position", r.data.schedule->position},
-                                                {"batch", r.data.schedule->batch.empty() ? ojson(nullptr) : ojson(r.data.schedule->batch)},
-                                                {"design", r.data.schedule->sequential ? "auto" : "fixed"}}
-                                       : ojson(nullptr)},
+          {"schedule",
+           r.data.schedule
+               ? ojson{{"round", r.data.schedule->round},
+                       {"rounds", r.data.schedule->rounds},
+                       {"seed", r.data.schedule->seed},
+                       {"position", r.data.schedule->position},
+                       {"batch", r.data.schedule->batch.empty() ? ojson(nullptr) : ojson(r.data.schedule->batch)},
+                       {"design", r.data.schedule->sequential ? "auto" : "fixed"}}
+               : ojson(nullptr)},
           {"placement", r.data.placement ? placement_json(*r.data.placement) : ojson(nullptr)},
           {"code", ojson{{"commit", r.code.commit.empty() ? ojson(nullptr) : ojson(r.code.commit)},
                          {"dirty", r.code.dirty},
@@ -533,7 +540,7 @@ std::string to_json(const Record& r) {
           {"artifacts", artifacts},
           {"abtrack_version", r.abtrack_version.empty() ? std::string(version()) : r.abtrack_version},
           {"plan_sha256", r.plan_sha256}};
-  if (!r.build) j.erase("build");  // a plan with revisions only
+  if (!r.build) j.erase("build");                               // a plan with revisions only
   if (r.data.profiles.or_empty().empty()) j.erase("profiles");  // a plan with ncu: metrics only
   for (const auto& p : r.data.profiles.or_empty()) j["profiles"].push_back(profile_json(p));
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -562,7 +569,8 @@ runner::Environment environment_of(const ojson& e) {
       gpu.driver = g.value("driver", "");
       gpu.sm_clock_mhz = u("sm_clock_mhz");
       gpu.mem_clock_mhz = u("mem_clock_mhz");
-      if (g.contains("power_limit_w") && g["power_limit_w"].is_number()) gpu.power_limit_w = g["power_limit_w"].get<double>();
+      if (g.contains("power_limit_w") && g["power_limit_w"].is_number())
+        gpu.power_limit_w = g["power_limit_w"].get<double>();
       gpu.temperature_c = u("temperature_c");
       gpu.clocks_from = g.value("clocks_from", "");
     }
@@ -591,7 +599,7 @@ Record parse_record(std::string_view text, const std::string& name) {
     r.data.started = j.value("started", "");
     r.data.finished = j.value("finished", "");
     std::string outcome = j.at("outcome").get<std::string>();
-    r.data.outcome = outcome == "pass" ? runner::Outcome::pass
+    r.data.outcome = outcome == "pass"   ? runner::Outcome::pass
                      : outcome == "fail" ? runner::Outcome::fail
                                          : runner::Outcome::invalid;
     r.data.reason = j.value("reason", "");
@@ -621,10 +629,13 @@ Record parse_record(std::string_view text, const std::string& name) {
     }
     if (j.contains("schedule") && j["schedule"].is_object()) {
       const auto& sj = j["schedule"];
-      r.data.schedule = runner::Schedule{sj.value("round", 1), sj.value("rounds", 1), sj.value("seed", std::uint64_t{0}),
-                                         sj.value("position", 1),
-                                         sj.contains("batch") && sj["batch"].is_string() ? sj["batch"].get<std::string>() : "",
-                                         sj.value("design", "fixed") == "auto"};
+      r.data.schedule =
+          runner::Schedule{sj.value("round", 1),
+                           sj.value("rounds", 1),
+                           sj.value("seed", std::uint64_t{0}),
+                           sj.value("position", 1),
+                           sj.contains("batch") && sj["batch"].is_string() ? sj["batch"].get<std::string>() : "",
+                           sj.value("design", "fixed") == "auto"};
     }
     if (j.contains("placement") && j["placement"].is_object()) {
       const auto& pj = j["placement"];
@@ -632,7 +643,8 @@ Record parse_record(std::string_view text, const std::string& name) {
       p.executor = pj.value("executor", "local");
       p.gpu = pj.value("gpu", "");
       p.job_id = pj.value("job_id", "");
-      if (pj.contains("array_index") && pj["array_index"].is_number_integer()) p.array_index = pj["array_index"].get<int>();
+      if (pj.contains("array_index") && pj["array_index"].is_number_integer())
+        p.array_index = pj["array_index"].get<int>();
       p.node = pj.value("node", "");
       r.data.placement = p;
     }

@@ -21,7 +21,7 @@ constexpr int kSchema = 1;
 // Which code a run measured: HEAD's commit, whether the work tree differed, the snapshot
 // commit of the work tree when it did, and the code's content identity.
 struct Code {
-  std::string commit;    // 40 hex digits; empty on an unborn branch
+  std::string commit;  // 40 hex digits; empty on an unborn branch
   bool dirty = false;
   std::string snapshot;  // 40 hex digits when dirty
   // The content identity: the id of the code's tree (the snapshot's, else the commit's) without
@@ -68,7 +68,7 @@ struct MetricComparison {
 // The run compared with the latest run of its baseline cell.
 struct Comparison {
   int baseline_run = 0;
-  std::string baseline_cell;  // label
+  std::string baseline_cell;              // label
   std::vector<MetricComparison> metrics;  // metrics with `better:` (or the prediction's)
   std::vector<std::string> notes;         // metrics that could not be compared, and why
 };
@@ -88,8 +88,8 @@ using CellValues = std::vector<std::pair<std::string, std::string>>;
 
 // A file the plan's `artifacts:` names, as it was after the run.
 struct Artifact {
-  std::string path;     // repo-relative, {axis} replaced
-  std::string sha256;   // 64 hex digits; empty when the file was missing
+  std::string path;    // repo-relative, {axis} replaced
+  std::string sha256;  // 64 hex digits; empty when the file was missing
   std::uint64_t bytes = 0;
   std::optional<runner::CudaFacts> cuda;  // its compiled-code facts; unset when missing (or older records)
 };
@@ -101,8 +101,8 @@ std::optional<runner::CudaFacts> parse_cuda_facts(std::string_view json);
 struct Record {
   std::string experiment;
   int run = 0;
-  CellValues cell;       // axis -> value, plan order
-  runner::Run data;      // what happened (data.cell is only meaningful before writing)
+  CellValues cell;   // axis -> value, plan order
+  runner::Run data;  // what happened (data.cell is only meaningful before writing)
   Code code;
   runner::Environment env;
   std::vector<Artifact> artifacts;  // plan order

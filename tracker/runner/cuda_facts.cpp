@@ -77,7 +77,8 @@ CudaFacts compute(const std::filesystem::path& file, std::string_view bytes, con
     f.build_log = build_log_shown;
     f.spill_warnings = log.spill_warnings;
   }
-  auto kernels = metrics::merge_facts(metrics::parse_res_usage(usage.out), sass, build_log_shown.empty() ? nullptr : &log);
+  auto kernels =
+      metrics::merge_facts(metrics::parse_res_usage(usage.out), sass, build_log_shown.empty() ? nullptr : &log);
   std::optional<std::regex> keep;
   if (!kernel.empty()) {
     try {
@@ -109,7 +110,8 @@ std::string demangle(const std::string& name) {
 }
 
 CudaFacts cuda_facts(const std::filesystem::path& file, std::string_view bytes, const std::string& sha256,
-                     const std::filesystem::path& build_log, const std::string& build_log_shown, const std::string& kernel) {
+                     const std::filesystem::path& build_log, const std::string& build_log_shown,
+                     const std::string& kernel) {
   std::string log_text;
   std::string log_error;
   if (!build_log_shown.empty()) {

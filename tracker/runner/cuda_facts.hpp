@@ -34,7 +34,8 @@ struct CudaFacts {
 // kernel's mangled and demangled names; empty: all. Never throws: a tool that is missing or
 // fails leaves `error` set. The same bytes and log give the same facts, computed once a process.
 CudaFacts cuda_facts(const std::filesystem::path& file, std::string_view bytes, const std::string& sha256,
-                     const std::filesystem::path& build_log, const std::string& build_log_shown, const std::string& kernel);
+                     const std::filesystem::path& build_log, const std::string& build_log_shown,
+                     const std::string& kernel);
 
 // `name` demangled ("_Z4tidyPKfPfi" -> "tidy(float const*, float*, int)"), or `name` itself.
 std::string demangle(const std::string& name);

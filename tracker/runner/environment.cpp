@@ -104,7 +104,8 @@ Environment probe_environment() {
     std::string line = version.substr(k + 13, version.find('\n', k) - (k + 13));
     for (const auto& word : util::split(line, ' ')) {
       bool ok = !word.empty() && word.find('.') != std::string::npos &&
-                std::all_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+                std::all_of(word.begin(), word.end(),
+                            [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
       if (ok) {
         e.driver = word;
         break;
@@ -112,7 +113,7 @@ Environment probe_environment() {
     }
   }
   std::string nvml_driver;
-  e.gpus = nvml_gpus(nvml_driver);  // not looked for without NVIDIA's kernel driver (nvml.hpp)
+  e.gpus = nvml_gpus(nvml_driver);                   // not looked for without NVIDIA's kernel driver (nvml.hpp)
   if (!nvml_driver.empty()) e.driver = nvml_driver;  // the library's word over our parsing
   if (e.gpus.empty()) {
     // No NVML (a container without the driver's user-space library): names from /proc.

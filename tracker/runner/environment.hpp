@@ -8,9 +8,9 @@ namespace abtrack::runner {
 
 // One GPU as NVML reports it while the run's command runs. Fields NVML cannot give stay unset.
 struct Gpu {
-  std::string name;    // "NVIDIA H200"
-  std::string uuid;    // "GPU-1a2b..."
-  std::string driver;  // the driver version, "580.95.05"
+  std::string name;                                     // "NVIDIA H200"
+  std::string uuid;                                     // "GPU-1a2b..."
+  std::string driver;                                   // the driver version, "580.95.05"
   std::optional<unsigned> sm_clock_mhz, mem_clock_mhz;  // current clocks
   std::optional<double> power_limit_w;                  // enforced power limit
   std::optional<unsigned> temperature_c;                // core temperature
@@ -22,13 +22,13 @@ struct Gpu {
 
 struct Environment {
   std::string host;
-  std::string os;        // "Linux 6.1.0-18-amd64 x86_64"
-  std::string cpu;       // model name
-  unsigned cpus = 0;     // logical CPUs
-  std::string compiler;  // the compiler abtrack was built with, "GCC 12.2.0"
-  std::vector<Gpu> gpus; // in NVML's order; empty without an NVIDIA GPU
-  std::string driver;    // NVIDIA driver version, "" without one
-  std::string cuda;      // CUDA toolkit version of /usr/local/cuda, "" without one
+  std::string os;         // "Linux 6.1.0-18-amd64 x86_64"
+  std::string cpu;        // model name
+  unsigned cpus = 0;      // logical CPUs
+  std::string compiler;   // the compiler abtrack was built with, "GCC 12.2.0"
+  std::vector<Gpu> gpus;  // in NVML's order; empty without an NVIDIA GPU
+  std::string driver;     // NVIDIA driver version, "" without one
+  std::string cuda;       // CUDA toolkit version of /usr/local/cuda, "" without one
 };
 
 // Reads the fingerprint of this machine. NVML (libnvidia-ml.so.1) is loaded at run time;

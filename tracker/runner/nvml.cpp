@@ -36,7 +36,10 @@ Nvml::Nvml(const std::string& library) {
   sym(clock_throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
   sym(error_string, "nvmlErrorString");
   if (!init || !count || !handle) {
-    m_error = fmt::format("{} lacks {}", library, !init ? "nvmlInit_v2" : !count ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetHandleByIndex_v2");
+    m_error = fmt::format("{} lacks {}", library,
+                          !init    ? "nvmlInit_v2"
+                          : !count ? "nvmlDeviceGetCount_v2"
+                                   : "nvmlDeviceGetHandleByIndex_v2");
     return;
   }
   if (nvmlReturn_t rc = init(); rc != kNvmlSuccess) {

@@ -21,15 +21,17 @@ void judge(Profile& p, const util::ProcessResult& r, const metrics::NcuOutput& o
   const std::string first_error = out.errors.empty() ? std::string() : out.errors.front();
   if (out.no_permission) {
     p.status = "no-permission";
-    p.message = "ncu has no access to the GPU's performance counters (ERR_NVGPUCTRPERM; see "
-                "https://developer.nvidia.com/ERR_NVGPUCTRPERM)";
+    p.message =
+        "ncu has no access to the GPU's performance counters (ERR_NVGPUCTRPERM; see "
+        "https://developer.nvidia.com/ERR_NVGPUCTRPERM)";
   } else if (r.timed_out) {
     p.status = "timed-out";
     p.message = fmt::format("ncu timed out after {} s (the plan's timeout:)", util::format_number(timeout_s));
   } else if (out.rows.empty() && out.no_kernels) {
     p.status = "no-kernel";
     std::vector<std::string> seen(out.available_kernels.begin(),
-                                  out.available_kernels.begin() + static_cast<std::ptrdiff_t>(std::min(kShownKernels, out.available_kernels.size())));
+                                  out.available_kernels.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                      kShownKernels, out.available_kernels.size())));
     p.message = fmt::format("no launch {}matched {} (launch {}){}", p.kernel.empty() ? "" : "of a kernel ",
                             p.kernel.empty() ? "any kernel" : fmt::format("kernel: '{}'", p.kernel), p.launch,
                             seen.empty() ? std::string()
@@ -64,8 +66,9 @@ std::vector<Profile> profile_cell(const std::vector<plan::Metric>& metrics, cons
   std::vector<std::vector<const plan::Metric*>> groups;
   for (const auto& m : metrics) {
     if (m.source != plan::Source::ncu) continue;
-    auto g = std::find_if(groups.begin(), groups.end(),
-                          [&](const auto& g) { return g.front()->kernel == m.kernel && g.front()->launch == m.launch; });
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return g.front()->kernel == m.kernel && g.front()->launch == m.launch;
+    });
     if (g == groups.end()) groups.push_back({&m});
     else g->push_back(&m);
   }
@@ -99,7 +102,8 @@ std::vector<Profile> profile_cell(const std::vector<plan::Metric>& metrics, cons
     judge(p, r, parsed, spec.timeout_s);
     if (p.ok()) {
       for (const auto& row : parsed.rows)
-        if (std::find(p.kernels.begin(), p.kernels.end(), row.kernel) == p.kernels.end()) p.kernels.push_back(row.kernel);
+        if (std::find(p.kernels.begin(), p.kernels.end(), row.kernel) == p.kernels.end())
+          p.kernels.push_back(row.kernel);
       std::vector<std::string> without;
       for (const auto* m : group) {
         std::vector<double> values;
@@ -116,7 +120,9 @@ std::vector<Profile> profile_cell(const std::vector<plan::Metric>& metrics, cons
         if (seen) p.units.emplace_back(m->name, unit);
         if (!bad.empty() || values.empty())
           without.push_back(fmt::format("{} ({}{})", m->name, m->selector,
-                                        bad.empty() ? ": not in ncu's output" : fmt::format(" is '{}': not a metric of this GPU, or misspelt", bad)));
+                                        bad.empty()
+                                            ? ": not in ncu's output"
+                                            : fmt::format(" is '{}': not a metric of this GPU, or misspelt", bad)));
         else samples[m->name] = std::move(values);
       }
       if (!without.empty()) {

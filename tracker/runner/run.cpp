@@ -53,8 +53,8 @@ void add_samples(const plan::Metric& m, std::vector<double> samples, Run& run, c
   const auto drop = static_cast<std::size_t>(std::max(0, m.warmup));
   if (drop > 0 && samples.size() <= drop)
     throw Error(Exit::usage, m.warmup_where,
-                fmt::format("warmup: {} drops every sample of '{}': {} gave {}; nothing was recorded for this run", m.warmup,
-                            m.name, source, samples.size()),
+                fmt::format("warmup: {} drops every sample of '{}': {} gave {}; nothing was recorded for this run",
+                            m.warmup, m.name, source, samples.size()),
                 fmt::format("warmup must be below the samples one invocation gives: lower it, or give the metric its "
                             "own (metrics: {{{}: {{..., warmup: 0}}}})",
                             m.name));
@@ -247,26 +247,32 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     }
     if (plan.throttle == plan::Throttle::invalid) {
       if (auto t = throttled({run.invocations.back()}); !t.empty()) {
-        run.reason = fmt::format("{} was throttled while the GPU was busy: {} (throttle: invalid)", what, fmt::join(t, ", "));
+        run.reason =
+            fmt::format("{} was throttled while the GPU was busy: {} (throttle: invalid)", what, fmt::join(t, ", "));
         break;
       }
     }
     for (auto& [name, e] : metrics::extract_all(cell_metrics, r.out, &files, &stamps)) {
-      const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(), [&n = name](const plan::Metric& x) { return x.name == n; });
+      const auto m = std::find_if(cell_metrics.begin(), cell_metrics.end(),
+                                  [&n = name](const plan::Metric& x) { return x.name == n; });
       if (!e.ok()) {
         std::string why = e.error;
-        if (r.out_bytes > r.out.size()) why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
+        if (r.out_bytes > r.out.size())
+          why += fmt::format(" (only the last {} of {} bytes of stdout were kept)", r.out.size(), r.out_bytes);
         if (plan.repeats > 1) why += fmt::format(" in {}", what);
         missing.push_back(why);
         continue;
       }
-      if (m != cell_metrics.end()) add_samples(*m, std::move(e.samples), run, fmt::format("{} of cell {}", plan.repeats > 1 ? what : "the command", plan.label(cell)));
+      if (m != cell_metrics.end())
+        add_samples(*m, std::move(e.samples), run,
+                    fmt::format("{} of cell {}", plan.repeats > 1 ? what : "the command", plan.label(cell)));
     }
     if (!missing.empty()) break;
   }
   // The ncu metrics: one more invocation under the profiler, only when the timed ones counted.
   if (run.reason.empty() && missing.empty()) {
-    if (auto p = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples); !p.empty())
+    if (auto p = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples);
+        !p.empty())
       run.profiles = std::move(p);
   }
   run.finished = utc_now();
@@ -297,7 +303,8 @@ Run run_from_values(const plan::Plan& plan, const plan::Cell& cell, const std::o
     } else if (m.source == plan::Source::ncu) {
       continue;  // read by profiling, which a record or --metric has no part in: absent unless given
     } else {
-      missing.push_back(fmt::format("metric '{}': no value given (use --metric {}=VALUE or --record FILE)", m.name, m.name));
+      missing.push_back(
+          fmt::format("metric '{}': no value given (use --metric {}=VALUE or --record FILE)", m.name, m.name));
     }
   }
   finish(plan, run, missing);

@@ -58,10 +58,10 @@ struct Invocation {
 
 // Where a run sat in an `abtrack run --rounds R` schedule.
 struct Schedule {
-  int round = 1;            // 1-based
+  int round = 1;  // 1-based
   int rounds = 1;
-  std::uint64_t seed = 0;   // the shuffle's seed; the same seed gives the same order
-  int position = 1;         // 1-based place in the whole schedule
+  std::uint64_t seed = 0;  // the shuffle's seed; the same seed gives the same order
+  int position = 1;        // 1-based place in the whole schedule
   // The invocation that ran it (16 hex digits, drawn per `run`): runs of one batch and round
   // were measured side by side, so a cell and its baseline pair by round. Empty: not interleaved.
   std::string batch;
@@ -89,10 +89,10 @@ struct Profile {
   // "ok"; "incomplete" (a metric without a value); not measured: "missing" (no ncu),
   // "no-permission" (no access to the counters), "no-kernel", "timed-out", "failed".
   std::string status = "ok";
-  std::string message;               // why it is not ok, for people
+  std::string message;  // why it is not ok, for people
   std::optional<int> exit_code;
   double duration_s = 0;
-  std::vector<std::string> kernels;  // what ncu profiled, as it names them
+  std::vector<std::string> kernels;                        // what ncu profiled, as it names them
   std::vector<std::pair<std::string, std::string>> units;  // metric -> ncu's unit
   bool ok() const { return status == "ok"; }
 };
@@ -100,20 +100,20 @@ struct Profile {
 // One run of one cell: everything the record and the commit need, except the run number,
 // the comparison and the code identity, which are fixed when it is committed.
 struct Run {
-  std::string id;       // a random 128-bit measurement id: a journaled run is committed once
+  std::string id;  // a random 128-bit measurement id: a journaled run is committed once
   plan::Cell cell;
-  std::string command;  // after substitution
+  std::string command;             // after substitution
   std::string source = "command";  // "command", "record-file" or "metric-option"
   std::string started, finished;   // UTC ISO-8601
   Outcome outcome = Outcome::invalid;
-  std::string reason;              // empty for a pass
+  std::string reason;  // empty for a pass
   util::HeapOptional<Invocation> setup;
   std::vector<Invocation> invocations;
   std::map<std::string, std::vector<double>> samples;  // per metric; missing metrics absent
   // Per metric with `warmup:`: the first samples of each invocation, dropped from `samples`
   // (and so from every analysis); the gates still see them.
   util::HeapOptional<std::map<std::string, std::vector<double>>> warmup;
-  util::HeapOptional<std::vector<Profile>> profiles;   // the ncu invocations, when the plan has ncu: metrics
+  util::HeapOptional<std::vector<Profile>> profiles;  // the ncu invocations, when the plan has ncu: metrics
   std::vector<gates::GateResult> gates;
   util::HeapOptional<Schedule> schedule;
   util::HeapOptional<Placement> placement;
@@ -156,8 +156,8 @@ using ProgressFn = std::function<void(int, int)>;
 // A failing setup makes the run invalid without running the command. Throws Interrupted
 // when SIGINT/SIGTERM arrives (nothing is measured completely then), and Error(usage) naming
 // the plan's `warmup:` when an invocation gives no more samples of a metric than it drops.
-Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
-             const SetupResult* setup, const ProgressFn& progress = {});
+Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor, const SetupResult* setup,
+             const ProgressFn& progress = {});
 
 // A run from values measured elsewhere: `output` (a file's text, read like stdout, one
 // invocation: `warmup:` applies, as in run_cell) and/or explicit samples per metric (which take

@@ -89,8 +89,7 @@ CliResult call(const std::vector<std::string>& argv) {
     }
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
@@ -184,7 +183,8 @@ plan::Cell cell_of(const plan::Plan& plan, const Task& t) {
   if (!ok) {
     std::vector<std::string> kv;
     for (const auto& [k, v] : t.cell) kv.push_back(k + "=" + v);
-    throw Error(Exit::usage, fmt::format("task {} measured cell {}, which the plan no longer has", t.index, fmt::join(kv, " ")));
+    throw Error(Exit::usage,
+                fmt::format("task {} measured cell {}, which the plan no longer has", t.index, fmt::join(kv, " ")));
   }
   return c;
 }
@@ -220,23 +220,35 @@ Submission submit(const plan::Plan& plan, const std::vector<plan::Cell>& cells, 
     t.workdir = plan.command_dir().string();
     t.timeout_s = plan.timeout_s;
     t.repeats = plan.repeats;
-    tasks.push_back(json{{"index", t.index}, {"id", t.id}, {"cell", pairs_json(t.cell)}, {"command", t.command},
-                         {"env", pairs_json(t.env)}, {"workdir", t.workdir}, {"timeout_s", t.timeout_s},
+    tasks.push_back(json{{"index", t.index},
+                         {"id", t.id},
+                         {"cell", pairs_json(t.cell)},
+                         {"command", t.command},
+                         {"env", pairs_json(t.env)},
+                         {"workdir", t.workdir},
+                         {"timeout_s", t.timeout_s},
                          {"repeats", t.repeats}});
     s.tasks.push_back(std::move(t));
   }
-  json m{{"experiment", s.experiment}, {"created", s.created}, {"plan_sha256", plan.sha256}, {"meta", s.meta}, {"tasks", tasks}};
+  json m{{"experiment", s.experiment},
+         {"created", s.created},
+         {"plan_sha256", plan.sha256},
+         {"meta", s.meta},
+         {"tasks", tasks}};
   util::write_file_atomic(s.dir / "manifest.json", m.dump(2) + "\n");
-  util::write_file_atomic(s.dir / "job.sh",
-                          fmt::format("#!/bin/sh\n# abtrack job array of experiment {}: task N runs cell N of manifest.json.\n"
-                                      "exec {} __task {} \"$SLURM_ARRAY_TASK_ID\"\n",
-                                      s.experiment, util::shell_quote(abtrack_exe.string()), util::shell_quote(s.dir.string())));
-  std::vector<std::string> argv = {"sbatch", "--parsable",
-                                   fmt::format("--array=0-{}{}", cells.size() - 1,
-                                               plan.slurm.max_parallel > 0 ? fmt::format("%{}", plan.slurm.max_parallel) : ""),
-                                   "--job-name=abtrack-" + plan.experiment,
-                                   "--output=" + (s.dir / "slurm-%a.out").string(),
-                                   "--chdir=" + plan.command_dir().string()};
+  util::write_file_atomic(
+      s.dir / "job.sh",
+      fmt::format("#!/bin/sh\n# abtrack job array of experiment {}: task N runs cell N of manifest.json.\n"
+                  "exec {} __task {} \"$SLURM_ARRAY_TASK_ID\"\n",
+                  s.experiment, util::shell_quote(abtrack_exe.string()), util::shell_quote(s.dir.string())));
+  std::vector<std::string> argv = {
+      "sbatch",
+      "--parsable",
+      fmt::format("--array=0-{}{}", cells.size() - 1,
+                  plan.slurm.max_parallel > 0 ? fmt::format("%{}", plan.slurm.max_parallel) : ""),
+      "--job-name=abtrack-" + plan.experiment,
+      "--output=" + (s.dir / "slurm-%a.out").string(),
+      "--chdir=" + plan.command_dir().string()};
   if (!plan.slurm.partition.empty()) argv.push_back("--partition=" + plan.slurm.partition);
   if (!plan.slurm.gres.empty()) argv.push_back("--gres=" + plan.slurm.gres);
   if (!plan.slurm.time.empty()) argv.push_back("--time=" + plan.slurm.time);
@@ -257,7 +269,8 @@ Submission submit(const plan::Plan& plan, const std::vector<plan::Cell>& cells, 
     std::error_code ec;
     fs::remove_all(s.dir, ec);
     throw Error(Exit::environment,
-                fmt::format("sbatch refused the job array (exit {}): {}", r.status, util::trim(util::utf8_tail(r.err + r.out, 600))),
+                fmt::format("sbatch refused the job array (exit {}): {}", r.status,
+                            util::trim(util::utf8_tail(r.err + r.out, 600))),
                 fmt::format("the command was: {}", fmt::join(argv, " ")));
   }
   s.job_id = id;
@@ -286,7 +299,8 @@ std::map<int, std::string> task_states(const std::string& job_id) {
   std::map<int, std::string> states;
   if (r.status != 0) {
     if (r.err.find("Invalid job id") != std::string::npos) return states;  // purged after MinJobAge
-    throw Error(Exit::environment, fmt::format("squeue failed (exit {}): {}", r.status, util::trim(util::utf8_tail(r.err, 400))));
+    throw Error(Exit::environment,
+                fmt::format("squeue failed (exit {}): {}", r.status, util::trim(util::utf8_tail(r.err, 400))));
   }
   for (const auto& line : util::split(r.out, '\n')) {
     auto bar = line.find('|');
@@ -300,8 +314,8 @@ std::map<int, std::string> task_states(const std::string& job_id) {
 }
 
 bool terminal(const std::string& state) {
-  static const char* done[] = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-                               "BOOT_FAIL", "DEADLINE", "PREEMPTED", "REVOKED", "SPECIAL_EXIT"};
+  static const char* done[] = {"COMPLETED", "CANCELLED", "FAILED",    "TIMEOUT", "NODE_FAIL",   "OUT_OF_MEMORY",
+                               "BOOT_FAIL", "DEADLINE",  "PREEMPTED", "REVOKED", "SPECIAL_EXIT"};
   return std::any_of(std::begin(done), std::end(done), [&](const char* d) { return state.rfind(d, 0) == 0; });
 }
 
@@ -315,12 +329,12 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
   if (text.empty()) {
     if (states.empty())
       return invalid_run(plan, cell, t,
-                         fmt::format("slurm task {} ended without a result file and squeue no longer knows it (see {})", where,
-                                     (s.dir / fmt::format("slurm-{}.out", t.index)).string()));
+                         fmt::format("slurm task {} ended without a result file and squeue no longer knows it (see {})",
+                                     where, (s.dir / fmt::format("slurm-{}.out", t.index)).string()));
     if (state.empty() || !terminal(state)) return std::nullopt;
     std::string why = state.rfind("CANCELLED", 0) == 0 ? "was cancelled"
-                      : state == "TIMEOUT"            ? "reached its Slurm time limit"
-                                                      : "ended";
+                      : state == "TIMEOUT"             ? "reached its Slurm time limit"
+                                                       : "ended";
     return invalid_run(plan, cell, t,
                        fmt::format("slurm task {} {} ({}) before it wrote a result (see {})", where, why, state,
                                    (s.dir / fmt::format("slurm-{}.out", t.index)).string()));
@@ -351,10 +365,8 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
   // run whatever its command printed (a task that had finished before keeps COMPLETED).
   bool finished_as_cancelled = false;
   if (stopped_by.empty() && !states.empty()) {
-    if (state.rfind("CANCELLED", 0) == 0)
-      finished_as_cancelled = true;
-    else if (cancel_requested(s) && (state.empty() || !terminal(state)))
-      return std::nullopt;
+    if (state.rfind("CANCELLED", 0) == 0) finished_as_cancelled = true;
+    else if (cancel_requested(s) && (state.empty() || !terminal(state))) return std::nullopt;
   }
   std::vector<util::ProcessResult> results;
   for (const auto& inv : invocations) {
@@ -370,7 +382,8 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
     results.push_back(std::move(r));
   }
   plan::Plan replay_plan = plan;
-  replay_plan.repeats = std::max<int>(1, std::min<int>(t.repeats, static_cast<int>(std::max<std::size_t>(results.size(), 1))));
+  replay_plan.repeats =
+      std::max<int>(1, std::min<int>(t.repeats, static_cast<int>(std::max<std::size_t>(results.size(), 1))));
   Replay replay(std::move(results));
   Run run = run_cell(replay_plan, cell, replay, nullptr);
   run.id = t.id;
@@ -379,10 +392,11 @@ std::optional<Run> finished_run(const plan::Plan& plan, const Submission& s, con
   run.finished = j.value("finished", run.finished);
   if (!stopped_by.empty()) {
     std::string why = state.rfind("CANCELLED", 0) == 0 ? "was cancelled"
-                      : state == "TIMEOUT"            ? "reached its Slurm time limit"
-                                                      : "was stopped";
+                      : state == "TIMEOUT"             ? "reached its Slurm time limit"
+                                                       : "was stopped";
     run.outcome = Outcome::invalid;
-    run.reason = fmt::format("slurm task {} {} ({}{})", where, why, state.empty() ? "" : state + ", ", "the command got " + stopped_by);
+    run.reason = fmt::format("slurm task {} {} ({}{})", where, why, state.empty() ? "" : state + ", ",
+                             "the command got " + stopped_by);
   } else if (finished_as_cancelled) {
     // The cancel comes first: a command that fails as it is cancelled (no output yet, status 143
     // from a killed child) most likely failed because of it; its own reason follows.
@@ -426,7 +440,8 @@ void cancel(const Submission& s) {
   util::write_file_atomic(s.dir / "cancel-requested", s.job_id + "\n");
   auto r = call({"scancel", s.job_id});
   if (r.status != 0)
-    throw Error(Exit::environment, fmt::format("scancel {} failed (exit {}): {}", s.job_id, r.status, util::trim(util::utf8_tail(r.err, 400))));
+    throw Error(Exit::environment, fmt::format("scancel {} failed (exit {}): {}", s.job_id, r.status,
+                                               util::trim(util::utf8_tail(r.err, 400))));
 }
 
 int run_task(const fs::path& dir, int index, const std::string& environment_json) {

@@ -17,10 +17,10 @@ namespace abtrack::runner::slurm {
 
 // One cell of a submission.
 struct Task {
-  int index = 0;                 // the array index
-  std::string id;                // the measurement id its run is committed under (exactly once)
+  int index = 0;   // the array index
+  std::string id;  // the measurement id its run is committed under (exactly once)
   std::vector<std::pair<std::string, std::string>> cell;  // axis -> value, plan order
-  std::string command;           // after substitution
+  std::string command;                                    // after substitution
   std::vector<std::pair<std::string, std::string>> env;
   std::string workdir;
   double timeout_s = 600;
@@ -33,7 +33,7 @@ struct Submission {
   std::filesystem::path dir;
   std::string experiment;
   std::string job_id;
-  std::string created;  // UTC ISO-8601
+  std::string created;                      // UTC ISO-8601
   std::map<std::string, std::string> meta;  // what the submitter keeps for later (code identity)
   std::vector<Task> tasks;
 };

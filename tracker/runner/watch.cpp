@@ -16,11 +16,11 @@ using Clock = std::chrono::steady_clock;
 
 // NVML's clock-event reason bits that are throttling, in the order names are listed.
 constexpr std::array<std::pair<std::uint64_t, const char*>, 6> kThrottle = {{{0x4, "sw_power_cap"},
-                                                                            {0x8, "hw_slowdown"},
-                                                                            {0x10, "sync_boost"},
-                                                                            {0x20, "sw_thermal_slowdown"},
-                                                                            {0x40, "hw_thermal_slowdown"},
-                                                                            {0x80, "hw_power_brake_slowdown"}}};
+                                                                             {0x8, "hw_slowdown"},
+                                                                             {0x10, "sync_boost"},
+                                                                             {0x20, "sw_thermal_slowdown"},
+                                                                             {0x40, "hw_thermal_slowdown"},
+                                                                             {0x80, "hw_power_brake_slowdown"}}};
 // Idle, applications clocks setting, display clock setting: the clocks are where they were asked
 // to be, or the GPU has nothing to do.
 constexpr std::uint64_t kNotThrottling = 0x1 | 0x2 | 0x100;
@@ -28,10 +28,12 @@ constexpr std::uint64_t kNotThrottling = 0x1 | 0x2 | 0x100;
 // A sample's quantities in a fixed order, so that summarise walks them alike.
 constexpr std::size_t kQuantities = 7;
 std::array<const std::optional<float>*, kQuantities> quantities(const GpuSample& s) {
-  return {&s.sm_clock_mhz, &s.mem_clock_mhz, &s.power_w, &s.power_limit_w, &s.temperature_c, &s.gpu_util_pct, &s.mem_util_pct};
+  return {&s.sm_clock_mhz,  &s.mem_clock_mhz, &s.power_w,     &s.power_limit_w,
+          &s.temperature_c, &s.gpu_util_pct,  &s.mem_util_pct};
 }
 std::array<std::optional<Range>*, kQuantities> ranges(GpuWatch& g) {
-  return {&g.sm_clock_mhz, &g.mem_clock_mhz, &g.power_w, &g.power_limit_w, &g.temperature_c, &g.gpu_util_pct, &g.mem_util_pct};
+  return {&g.sm_clock_mhz,  &g.mem_clock_mhz, &g.power_w,     &g.power_limit_w,
+          &g.temperature_c, &g.gpu_util_pct,  &g.mem_util_pct};
 }
 
 // The rank of a throttle name in throttle_names' order (hex names last, by value).
@@ -117,7 +119,8 @@ std::vector<std::string> throttle_names(std::uint64_t reasons) {
   std::uint64_t known = kNotThrottling;
   for (const auto& [bit, name] : kThrottle) known |= bit;
   for (int b = 0; b < 64; ++b)
-    if (std::uint64_t bit = std::uint64_t{1} << b; (reasons & bit) && !(known & bit)) out.push_back(fmt::format("{:#x}", bit));
+    if (std::uint64_t bit = std::uint64_t{1} << b; (reasons & bit) && !(known & bit))
+      out.push_back(fmt::format("{:#x}", bit));
   return out;
 }
 
@@ -125,7 +128,8 @@ std::vector<std::string> merge_throttle(const std::vector<std::string>& a, const
   std::vector<std::string> out = a;
   for (const auto& n : b)
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-  std::stable_sort(out.begin(), out.end(), [](const std::string& x, const std::string& y) { return rank(x) < rank(y); });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const std::string& x, const std::string& y) { return rank(x) < rank(y); });
   return out;
 }
 
@@ -135,7 +139,8 @@ GpuWatch summarise(const NvmlDevice& device, const std::vector<GpuSample>& sampl
   return log.summary(device);
 }
 
-std::vector<std::size_t> visible_devices(const std::vector<NvmlDevice>& devices, const std::optional<std::string>& visible) {
+std::vector<std::size_t> visible_devices(const std::vector<NvmlDevice>& devices,
+                                         const std::optional<std::string>& visible) {
   std::vector<std::size_t> out;
   if (!visible) {
     for (std::size_t i = 0; i < devices.size(); ++i) out.push_back(i);
@@ -144,7 +149,8 @@ std::vector<std::size_t> visible_devices(const std::vector<NvmlDevice>& devices,
   for (const auto& raw : util::split(*visible, ',')) {
     std::string_view entry = util::trim(raw);
     std::optional<std::size_t> found;
-    if (!entry.empty() && std::all_of(entry.begin(), entry.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (!entry.empty() &&
+        std::all_of(entry.begin(), entry.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       unsigned long n = std::strtoul(std::string(entry).c_str(), nullptr, 10);
       for (std::size_t i = 0; i < devices.size(); ++i)
         if (devices[i].index == n) found = i;
@@ -205,13 +211,14 @@ bool Watcher::sample(const Nvml& nvml, nvmlDevice_t device, GpuSample& out) cons
   if (stopped()) return false;
   if (nvml.power_usage && nvml.power_usage(device, &v) == kNvmlSuccess) out.power_w = static_cast<float>(v / 1000.0);
   if (stopped()) return false;
-  if (nvml.power_limit && nvml.power_limit(device, &v) == kNvmlSuccess) out.power_limit_w = static_cast<float>(v / 1000.0);
+  if (nvml.power_limit && nvml.power_limit(device, &v) == kNvmlSuccess)
+    out.power_limit_w = static_cast<float>(v / 1000.0);
   if (stopped()) return false;
-  if (nvml.temperature && nvml.temperature(device, kNvmlTemperatureGpu, &v) == kNvmlSuccess) out.temperature_c = static_cast<float>(v);
+  if (nvml.temperature && nvml.temperature(device, kNvmlTemperatureGpu, &v) == kNvmlSuccess)
+    out.temperature_c = static_cast<float>(v);
   if (stopped()) return false;
   unsigned long long reasons = 0;
-  if (nvml.clock_event_reasons && nvml.clock_event_reasons(device, &reasons) == kNvmlSuccess)
-    out.reasons = reasons;
+  if (nvml.clock_event_reasons && nvml.clock_event_reasons(device, &reasons) == kNvmlSuccess) out.reasons = reasons;
   else if (nvml.clock_throttle_reasons && nvml.clock_throttle_reasons(device, &reasons) == kNvmlSuccess)
     out.reasons = reasons;
   return !stopped();

@@ -42,7 +42,7 @@ struct GpuWatch {
 // What the watcher saw of one invocation: the GPUs it watched, or why it watched none.
 struct Watch {
   bool nvml = false;
-  std::string reason;     // why not, when !nvml: "no NVIDIA driver (no /dev/nvidiactl)", ...
+  std::string reason;      // why not, when !nvml: "no NVIDIA driver (no /dev/nvidiactl)", ...
   double interval_ms = 0;  // the sampling interval
   std::vector<GpuWatch> gpus;
 };
@@ -71,7 +71,8 @@ GpuWatch summarise(const NvmlDevice& device, const std::vector<GpuSample>& sampl
 // UUID (or a unique prefix of one, "GPU-8f3a"), read as CUDA reads them: up to the first entry
 // that names no device ("" and "-1": none). MIG instances are not watched. An index is NVML's
 // (PCI bus order), which is CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID.
-std::vector<std::size_t> visible_devices(const std::vector<NvmlDevice>& devices, const std::optional<std::string>& visible);
+std::vector<std::size_t> visible_devices(const std::vector<NvmlDevice>& devices,
+                                         const std::optional<std::string>& visible);
 
 // Samples the GPUs a command sees from construction until stop(), on a thread of its own. The
 // thread loads NVML (nvml()) on first use, so a first invocation does not wait for it; once NVML

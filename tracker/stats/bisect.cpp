@@ -46,9 +46,8 @@ double mean_of(const std::vector<double>& x) {
 
 // Runs batches through `measure` until `decided` says so: the loop both steps share.
 template <class Round, class Estimate, class Judge, class Decided>
-Sequential<Estimate> until_decided(
-    const std::function<bool(std::size_t, std::size_t, std::vector<Round>&)>& measure, std::size_t first,
-    std::size_t max_rounds, Judge judge, Decided decided) {
+Sequential<Estimate> until_decided(const std::function<bool(std::size_t, std::size_t, std::vector<Round>&)>& measure,
+                                   std::size_t first, std::size_t max_rounds, Judge judge, Decided decided) {
   Sequential<Estimate> s;
   std::vector<Round> rounds;
   for (;;) {
@@ -211,8 +210,9 @@ ProbeEstimate classify_probe(const std::vector<ProbeRound>& all_rounds, Better b
   e.basis = c.basis;
   if (d.ci.bounded()) e.change_ci_pct = Interval{to_pct(d.ci.lo), to_pct(d.ci.hi)};
   if (!c.ci.bounded()) {
-    e.why = c.basis == PairedBasis::none && !c.why.empty() ? c.why
-                                                            : fmt::format("{} rounds bound no interval at this level yet", rounds.size());
+    e.why = c.basis == PairedBasis::none && !c.why.empty()
+                ? c.why
+                : fmt::format("{} rounds bound no interval at this level yet", rounds.size());
     return e;
   }
   e.contrast_ci = c.ci;
@@ -243,8 +243,8 @@ Sequential<ProbeEstimate> probe_until_decided(
 }
 
 Sequential<Comparison> confirm_until_decided(
-    const std::function<bool(std::size_t, std::size_t, std::vector<RoundPair>&)>& measure, const CompareOptions& options,
-    std::size_t max_rounds) {
+    const std::function<bool(std::size_t, std::size_t, std::vector<RoundPair>&)>& measure,
+    const CompareOptions& options, std::size_t max_rounds) {
   CompareOptions o = options;
   o.sequential = true;
   check_options(o);
@@ -263,7 +263,8 @@ Sequential<Comparison> confirm_until_decided(
           if (!outlier[i]) rounds.push_back(all[i]);
         Comparison c = compare_paired(rounds, o);
         if (rounds.size() < all.size())
-          c.notes.push_back(fmt::format("{} of {} rounds set aside: an outlier invocation", all.size() - rounds.size(), all.size()));
+          c.notes.push_back(
+              fmt::format("{} of {} rounds set aside: an outlier invocation", all.size() - rounds.size(), all.size()));
         return c;
       },
       [](const Comparison& c) { return confirm_regression(c) != Confirmation::undecided; });

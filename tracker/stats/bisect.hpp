@@ -77,9 +77,9 @@ struct ProbeEstimate {
   // the decision is whether that interval lies above or below 0 (the midpoint).
   double contrast = 0;
   Interval contrast_ci;
-  double change_pct = 0;      // tested vs good, percent (the rounds' mean log ratio)
-  Interval change_ci_pct;     // its sequential interval at alpha; unbounded while too few rounds
-  double full_pct = 0;        // bad vs good in the same rounds, percent
+  double change_pct = 0;   // tested vs good, percent (the rounds' mean log ratio)
+  Interval change_ci_pct;  // its sequential interval at alpha; unbounded while too few rounds
+  double full_pct = 0;     // bad vs good in the same rounds, percent
   // The position of the commit tested: 0 at good, 1 at bad, (ln tested - ln good) / (ln bad - ln
   // good); its interval is 1/2 + contrast_ci / the regression's mean (the regression taken as
   // known: for display, the decision is the contrast's). NaN / unbounded when bad is not worse here.
@@ -87,13 +87,14 @@ struct ProbeEstimate {
   Interval theta_ci;
   PairedBasis basis = PairedBasis::none;
   std::size_t set_aside = 0;  // rounds with an outlier invocation (outlier_rounds), left out of the above
-  std::string why;  // when undecided: why (too few rounds, the interval straddles the midpoint)
+  std::string why;            // when undecided: why (too few rounds, the interval straddles the midpoint)
 };
 
 // Classifies the commit tested from its rounds at level alpha with prior g, the rounds with an
-// outlier invocation set aside (outlier_rounds). `better` says which direction bad is worse in. Throws abtrack::Error (Exit::usage) for a non-finite or non-positive
-// sample, an empty arm in a round, or alpha outside (0, 1).
-ProbeEstimate classify_probe(const std::vector<ProbeRound>& rounds, Better better, double alpha, double g = bisect_prior_g);
+// outlier invocation set aside (outlier_rounds). `better` says which direction bad is worse in. Throws abtrack::Error
+// (Exit::usage) for a non-finite or non-positive sample, an empty arm in a round, or alpha outside (0, 1).
+ProbeEstimate classify_probe(const std::vector<ProbeRound>& rounds, Better better, double alpha,
+                             double g = bisect_prior_g);
 
 // What step 0 concludes of bad against good.
 enum class Confirmation { undecided, worse, not_worse };
@@ -125,8 +126,8 @@ struct Sequential {
 // The first batch is sequential_first_look(alpha, g) rounds (at most max_rounds). no_rounds: the
 // first batch gave no round. Throws what measure and classify_probe throw.
 Sequential<ProbeEstimate> probe_until_decided(
-    const std::function<bool(std::size_t batch, std::size_t n, std::vector<ProbeRound>& rounds)>& measure, Better better,
-    double alpha, std::size_t max_rounds, double g = bisect_prior_g);
+    const std::function<bool(std::size_t batch, std::size_t n, std::vector<ProbeRound>& rounds)>& measure,
+    Better better, double alpha, std::size_t max_rounds, double g = bisect_prior_g);
 
 // Step 0 likewise: rounds of good (a) and bad (b) until confirm_regression decides on
 // compare_paired(rounds, options) with options.sequential set, the rounds with an outlier

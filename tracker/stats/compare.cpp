@@ -107,12 +107,13 @@ Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t
   return decide_above_floor(p_value, delta_ci_pct, min_p_value(n_a, n_b), options);
 }
 
-Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p, const CompareOptions& options) {
+Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p,
+                           const CompareOptions& options) {
   check_options(options);
   if (min_p >= options.alpha) return Verdict::inconclusive;
   const double delta = options.min_effect * 100;  // the CI is in percent
-  const bool below = delta_ci_pct.hi < -delta;     // the whole CI is a decrease beyond delta
-  const bool above = delta_ci_pct.lo > delta;      // the whole CI is an increase beyond delta
+  const bool below = delta_ci_pct.hi < -delta;    // the whole CI is a decrease beyond delta
+  const bool above = delta_ci_pct.lo > delta;     // the whole CI is an increase beyond delta
   if (p_value && *p_value < options.alpha && (below || above)) {
     const bool improved = (options.better == Better::lower) == below;
     return improved ? Verdict::better : Verdict::worse;
@@ -179,8 +180,8 @@ Comparison compare(std::span<const double> a, std::span<const double> b, const C
     c.delta_ci_pct = Interval{};
     c.notes.push_back("a sample is <= 0, so there is no ratio: the change is absolute (B - A)");
     if (!c.delta_abs_ci.bounded()) {
-      c.notes.push_back(fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b,
-                                    percent(confidence)));
+      c.notes.push_back(
+          fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b, percent(confidence)));
     }
   } else {
     const LogShift shift = hodges_lehmann_log(a, b, confidence);
@@ -188,16 +189,17 @@ Comparison compare(std::span<const double> a, std::span<const double> b, const C
     c.delta_pct = shift.delta_pct();
     c.delta_ci_pct = shift.delta_ci_pct();
     if (!c.delta_ci_pct.bounded()) {
-      c.notes.push_back(fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b,
-                                    percent(confidence)));
+      c.notes.push_back(
+          fmt::format("{} + {} samples give no bounded {} CI of the change", c.n_a, c.n_b, percent(confidence)));
     }
   }
 
   c.verdict = redecide(c);
   if (c.verdict == Verdict::inconclusive) {
-    c.notes.push_back(fmt::format("too few samples: with {} + {} the smallest possible p is {:.3g}, not below "
-                                  "alpha {:g}",
-                                  c.n_a, c.n_b, c.min_p, options.alpha));
+    c.notes.push_back(
+        fmt::format("too few samples: with {} + {} the smallest possible p is {:.3g}, not below "
+                    "alpha {:g}",
+                    c.n_a, c.n_b, c.min_p, options.alpha));
   }
   return c;
 }

@@ -37,8 +37,8 @@ std::string_view to_string(Verdict verdict);
 // Options of a comparison (plan keys `better:`, `alpha:`, `min_effect:`).
 struct CompareOptions {
   Better better = Better::lower;
-  double alpha = 0.05;         // significance level; CIs are at 1 - alpha
-  double min_effect = 0.005;   // delta, as a fraction (0.005 = 0.5%)
+  double alpha = 0.05;        // significance level; CIs are at 1 - alpha
+  double min_effect = 0.005;  // delta, as a fraction (0.005 = 0.5%)
   // Paired comparisons of a `rounds: auto` design: the interval is an anytime-valid confidence
   // sequence and the p-value anytime-valid (stats/paired.hpp), so stopping when decided is sound.
   bool sequential = false;
@@ -52,31 +52,31 @@ void check_options(const CompareOptions& options);
 struct Comparison {
   std::size_t n_a = 0, n_b = 0;
   double median_a = 0, median_b = 0;
-  Interval ci_a, ci_b;                // distribution-free CIs of the medians at 1 - alpha
-  double u_a = 0;                     // Mann-Whitney U of A
-  UMethod method = UMethod::exact;    // how the p-value was obtained
-  std::optional<double> p_value;      // two-sided U test p; empty when all samples are equal
-  std::optional<double> p_adjusted;   // Holm-adjusted p, set by adjust_family
-  std::size_t family_size = 0;        // number of comparisons Holm adjusted over (0: none)
-  double min_p = 1;                   // smallest p the exact test can give: 2 / C(n1+n2, n1)
-  double ratio = 1;                   // exp(Hodges-Lehmann shift of ln B - ln A): typical B / A
-  double delta_pct = 0;               // (ratio - 1) * 100
-  Interval delta_ci_pct;              // Moses CI of the change, percent; (-inf, +inf) if unbounded
+  Interval ci_a, ci_b;               // distribution-free CIs of the medians at 1 - alpha
+  double u_a = 0;                    // Mann-Whitney U of A
+  UMethod method = UMethod::exact;   // how the p-value was obtained
+  std::optional<double> p_value;     // two-sided U test p; empty when all samples are equal
+  std::optional<double> p_adjusted;  // Holm-adjusted p, set by adjust_family
+  std::size_t family_size = 0;       // number of comparisons Holm adjusted over (0: none)
+  double min_p = 1;                  // smallest p the exact test can give: 2 / C(n1+n2, n1)
+  double ratio = 1;                  // exp(Hodges-Lehmann shift of ln B - ln A): typical B / A
+  double delta_pct = 0;              // (ratio - 1) * 100
+  Interval delta_ci_pct;             // Moses CI of the change, percent; (-inf, +inf) if unbounded
   // Every sample of each arm is one value (>= 2 samples per arm: a size, a register count): the
   // change is exact, with no p-value and a CI of one point; the verdict is better/worse/same.
   bool exact = false;
   // Some sample is <= 0, so there is no ratio: the change is B - A in the metric's unit
   // (delta_abs, Hodges-Lehmann on raw values); delta_pct is NaN and delta_ci_pct unbounded.
   bool absolute = false;
-  double delta_abs = 0;               // the absolute change B - A, when `absolute`
-  Interval delta_abs_ci;              // its Moses CI at 1 - alpha; (-inf, +inf) if unbounded
+  double delta_abs = 0;   // the absolute change B - A, when `absolute`
+  Interval delta_abs_ci;  // its Moses CI at 1 - alpha; (-inf, +inf) if unbounded
   Verdict verdict = Verdict::inconclusive;
-  CompareOptions options;             // the options the verdict was decided with
-  std::vector<std::string> notes;     // why a number is missing or a verdict is weak, for the user
+  CompareOptions options;          // the options the verdict was decided with
+  std::vector<std::string> notes;  // why a number is missing or a verdict is weak, for the user
   // "unpaired" (compare) or "paired" (compare_paired, stats/paired.hpp: the same rounds of one
   // invocation, paired by round; then min_p is 0 when there is an interval, else 1).
   std::string analysis = "unpaired";
-  std::size_t pairs = 0;              // rounds of a paired comparison; 0 when unpaired
+  std::size_t pairs = 0;  // rounds of a paired comparison; 0 when unpaired
   // A paired comparison's basis (stats::PairedBasis: "samples", "rounds", "sequential", "none",
   // or "exact"), the degrees of freedom of its t interval, and the variance components of ln
   // samples, as percent: within an invocation, and between invocations beyond what the round shares.
@@ -96,7 +96,8 @@ Verdict decide(std::optional<double> p_value, Interval delta_ci_pct, std::size_t
                const CompareOptions& options);
 
 // decide() with the test's floor given: inconclusive when min_p >= alpha.
-Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p, const CompareOptions& options);
+Verdict decide_above_floor(std::optional<double> p_value, Interval delta_ci_pct, double min_p,
+                           const CompareOptions& options);
 
 // Compares baseline samples `a` with variant samples `b`: medians and their CIs, the two-sided
 // Mann-Whitney U test, the Hodges-Lehmann change on log values with its Moses CI, and the verdict.

@@ -27,9 +27,7 @@ std::uint64_t order_key(double x) {
   const auto bits = std::bit_cast<std::uint64_t>(x);
   return (bits >> 63) ? ~bits : bits | (std::uint64_t{1} << 63);
 }
-double from_order_key(std::uint64_t k) {
-  return std::bit_cast<double>((k >> 63) ? k & ~(std::uint64_t{1} << 63) : ~k);
-}
+double from_order_key(std::uint64_t k) { return std::bit_cast<double>((k >> 63) ? k & ~(std::uint64_t{1} << 63) : ~k); }
 
 // Number of pairs with fl(lb[j] - la[i]) <= t. Rounding is monotone, so for each i the valid j
 // form a prefix that only grows with i (la ascending): one pass with two pointers.

@@ -9,11 +9,11 @@ namespace abtrack::stats {
 
 // The shift of b relative to a on the log scale.
 struct LogShift {
-  double shift = 0;  // median of all n1*n2 differences ln b_j - ln a_i
-  Interval ci;       // Moses interval of the shift (log units); unbounded when C < 1
-  double ratio() const;             // exp(shift): the typical b / a
-  double delta_pct() const;         // (exp(shift) - 1) * 100
-  Interval delta_ci_pct() const;    // (exp(ci) - 1) * 100; unbounded stays (-inf, +inf)
+  double shift = 0;               // median of all n1*n2 differences ln b_j - ln a_i
+  Interval ci;                    // Moses interval of the shift (log units); unbounded when C < 1
+  double ratio() const;           // exp(shift): the typical b / a
+  double delta_pct() const;       // (exp(shift) - 1) * 100
+  Interval delta_ci_pct() const;  // (exp(ci) - 1) * 100; unbounded stays (-inf, +inf)
 };
 
 // The shift of b relative to a on the raw scale (in the values' unit).

@@ -8,13 +8,13 @@ namespace abtrack::stats {
 
 // A fitted line with standard errors ("18.0 ms fixed + 1.05 ms/req").
 struct LinearFit {
-  double fixed = 0;                     // intercept
-  double marginal = 0;                  // slope: metric per unit of x
-  std::optional<double> se_fixed;       // standard error of the intercept; empty with 2 points
-  std::optional<double> se_marginal;    // standard error of the slope; empty with 2 points
-  double r_squared = 1;                 // 1 - SSE/SST; 1 when every y is equal (the line is exact)
-  std::size_t n = 0;                    // points fitted
-  bool poor_fit = false;                // r_squared < 0.9: show it as a poor fit, do not hide it
+  double fixed = 0;                   // intercept
+  double marginal = 0;                // slope: metric per unit of x
+  std::optional<double> se_fixed;     // standard error of the intercept; empty with 2 points
+  std::optional<double> se_marginal;  // standard error of the slope; empty with 2 points
+  double r_squared = 1;               // 1 - SSE/SST; 1 when every y is equal (the line is exact)
+  std::size_t n = 0;                  // points fitted
+  bool poor_fit = false;              // r_squared < 0.9: show it as a poor fit, do not hide it
 };
 
 // R^2 below this is a poor fit.

@@ -29,8 +29,8 @@ std::vector<double> u_null_pmf(std::size_t n1, std::size_t n2) {
       std::vector<double> p(n * m + 1, 0.0);
       const double wn = static_cast<double>(n) / static_cast<double>(n + m);
       const double wm = static_cast<double>(m) / static_cast<double>(n + m);
-      const std::vector<double>& from_n = prev[m];    // p(n-1, m, .), size (n-1)m + 1
-      const std::vector<double>& from_m = cur[m - 1]; // p(n, m-1, .), size n(m-1) + 1
+      const std::vector<double>& from_n = prev[m];     // p(n-1, m, .), size (n-1)m + 1
+      const std::vector<double>& from_m = cur[m - 1];  // p(n, m-1, .), size n(m-1) + 1
       for (std::size_t u = 0; u < from_n.size(); ++u) p[u + m] += wn * from_n[u];
       for (std::size_t u = 0; u < from_m.size(); ++u) p[u] += wm * from_m[u];
       cur[m] = std::move(p);

@@ -9,10 +9,10 @@ namespace abtrack::stats {
 
 // How a p-value was obtained.
 enum class UMethod {
-  exact,        // exact null distribution: no ties and at most 50 samples per side
-  exact_ties,   // exact permutation distribution of U with midranks: ties, at most 60 samples in all
-  asymptotic,   // normal approximation with tie and continuity correction
-  all_equal,    // every value of both sides is the same: no p-value
+  exact,       // exact null distribution: no ties and at most 50 samples per side
+  exact_ties,  // exact permutation distribution of U with midranks: ties, at most 60 samples in all
+  asymptotic,  // normal approximation with tie and continuity correction
+  all_equal,   // every value of both sides is the same: no p-value
 };
 
 // "exact", "exact with ties", "asymptotic", "all samples are equal". Never throws.
@@ -20,11 +20,11 @@ std::string_view to_string(UMethod method);
 
 // The result of a two-sided Mann-Whitney U test of a against b.
 struct UTest {
-  double u_a = 0;                // U1 = R1 - n1(n1+1)/2 (R1: rank sum of a; ties share average ranks)
-  double u_b = 0;                // U2 = n1 n2 - U1
-  std::optional<double> p_value; // two-sided; empty when every value is equal
+  double u_a = 0;                 // U1 = R1 - n1(n1+1)/2 (R1: rank sum of a; ties share average ranks)
+  double u_b = 0;                 // U2 = n1 n2 - U1
+  std::optional<double> p_value;  // two-sided; empty when every value is equal
   UMethod method = UMethod::exact;
-  bool ties = false;             // some values occur more than once in the pooled sample
+  bool ties = false;  // some values occur more than once in the pooled sample
 };
 
 // The two-sided Mann-Whitney U test, as scipy.stats.mannwhitneyu computes it: the exact

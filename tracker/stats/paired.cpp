@@ -71,7 +71,8 @@ RoundSeries round_series(const std::vector<std::vector<std::vector<double>>>& ro
     double contrast = 0, c = 0;
     for (std::size_t k = 0; k < weights.size(); ++k) {
       const auto& x = rounds[i][k];
-      check_positive_samples(x, fmt::format("round {}: {}", i + 1, k < arm_names.size() ? arm_names[k] : std::to_string(k + 1)));
+      check_positive_samples(
+          x, fmt::format("round {}: {}", i + 1, k < arm_names.size() ? arm_names[k] : std::to_string(k + 1)));
       double m = 0;
       for (double v : x) m += std::log(v);
       m /= static_cast<double>(x.size());
@@ -144,15 +145,19 @@ RoundEstimate estimate_rounds(const RoundSeries& series, double alpha, bool sequ
     e.basis = PairedBasis::samples;
     var = std::max(s2, within);
     e.df = std::min(2.0 * (nd - 1), static_cast<double>(series.within_df));
-    e.why = fmt::format("the invocations agree (the rounds vary {:.2g}x as much as the samples predict): every sample counts",
-                        e.f_ratio);
+    e.why = fmt::format(
+        "the invocations agree (the rounds vary {:.2g}x as much as the samples predict): every sample counts",
+        e.f_ratio);
   } else if (s2 > 0) {
     e.basis = PairedBasis::rounds;
     var = s2;
     e.df = nd - 1;
-    e.why = n < 3 ? fmt::format("{} rounds: the round is the unit (the invocations' agreement needs >= 3 to be seen)", n)
-                  : fmt::format("the invocations differ (the rounds vary {:.2g}x as much as the samples predict): the round is the unit",
-                                e.f_ratio);
+    e.why =
+        n < 3
+            ? fmt::format("{} rounds: the round is the unit (the invocations' agreement needs >= 3 to be seen)", n)
+            : fmt::format(
+                  "the invocations differ (the rounds vary {:.2g}x as much as the samples predict): the round is the unit",
+                  e.f_ratio);
   } else {
     e.why = fmt::format("the {} rounds' contrasts are all equal and the samples say nothing of the noise", n);
     return e;
@@ -169,7 +174,8 @@ std::optional<std::size_t> expected_rounds(double mean, double sd, double delta,
                                            std::size_t max_rounds) {
   if (!(sd >= 0) || !std::isfinite(mean) || !(alpha > 0 && alpha < 1)) return std::nullopt;
   for (std::size_t n = 2; n <= max_rounds; ++n) {
-    const double factor = sequential ? sequential_t_boundary(n, alpha) : t_quantile(1 - alpha / 2, static_cast<double>(n - 1));
+    const double factor =
+        sequential ? sequential_t_boundary(n, alpha) : t_quantile(1 - alpha / 2, static_cast<double>(n - 1));
     const double half = factor * sd / std::sqrt(static_cast<double>(n));
     if (std::fabs(mean) - half > delta || std::fabs(mean) + half < delta) return n;
   }
@@ -180,7 +186,8 @@ std::string paired_text(const Comparison& c) {
   const std::string basis = c.basis == "sequential" ? "auto" : c.basis;
   if (basis.empty() || basis == "none" || basis == "exact" || !std::isfinite(c.sigma_within_pct))
     return fmt::format("paired ×{}", c.pairs);
-  return fmt::format("paired ×{} ({}, σw {:.1f}%, σb {:.1f}%)", c.pairs, basis, c.sigma_within_pct, c.sigma_between_pct);
+  return fmt::format("paired ×{} ({}, σw {:.1f}%, σb {:.1f}%)", c.pairs, basis, c.sigma_within_pct,
+                     c.sigma_between_pct);
 }
 
 Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOptions& options) {
@@ -226,8 +233,8 @@ Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOpt
     c.delta_ci_pct = Interval{c.delta_pct, c.delta_pct};
     c.verdict = decide_exact(c.delta_pct, options);
     c.basis = "exact";
-    c.notes.push_back(fmt::format("every sample of each arm is the same value in all {} rounds: the change is exact (no p-value)",
-                                  c.pairs));
+    c.notes.push_back(fmt::format(
+        "every sample of each arm is the same value in all {} rounds: the change is exact (no p-value)", c.pairs));
     return c;
   }
 
@@ -249,7 +256,8 @@ Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOpt
   }
   c.min_p = 0;
   if (!c.delta_ci_pct.bounded())
-    c.notes.push_back(fmt::format("{} rounds give no bounded {:g}% confidence sequence yet", c.pairs, confidence * 100));
+    c.notes.push_back(
+        fmt::format("{} rounds give no bounded {:g}% confidence sequence yet", c.pairs, confidence * 100));
   c.verdict = decide(c.p_value, c.delta_ci_pct, c.n_a, c.n_b, options);
   return c;
 }

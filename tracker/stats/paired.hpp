@@ -28,11 +28,12 @@ struct RoundPair {
 // Per round, one contrast sum_k w_k * mean(ln x_k) over the arms' invocations, and what the
 // samples within the invocations say about the contrasts' noise.
 struct RoundSeries {
-  std::vector<double> values;   // one contrast per round
-  double within_var = 0;        // pooled variance of ln samples within an invocation (sigma_w^2)
-  std::size_t within_df = 0;    // its degrees of freedom: sum over invocations of (samples - 1)
-  double within_coef = 0;       // mean over rounds of sum_k w_k^2 / m_k: Var(contrast) = within_coef * sigma_w^2 when invocations agree
-  double between_coef = 0;      // sum_k w_k^2: Var(contrast) gains between_coef * sigma_b^2 from invocation offsets
+  std::vector<double> values;  // one contrast per round
+  double within_var = 0;       // pooled variance of ln samples within an invocation (sigma_w^2)
+  std::size_t within_df = 0;   // its degrees of freedom: sum over invocations of (samples - 1)
+  double within_coef =
+      0;  // mean over rounds of sum_k w_k^2 / m_k: Var(contrast) = within_coef * sigma_w^2 when invocations agree
+  double between_coef = 0;  // sum_k w_k^2: Var(contrast) gains between_coef * sigma_b^2 from invocation offsets
 };
 
 // Builds the series: rounds[i][k] are arm k's samples in round i (every sample finite and > 0,
@@ -55,15 +56,15 @@ std::string_view to_string(PairedBasis basis);
 // The estimate of the mean contrast over the rounds.
 struct RoundEstimate {
   std::size_t rounds = 0;
-  double mean = 0;                 // mean of the contrasts (log scale)
-  Interval ci;                     // of the mean, at 1 - alpha; unbounded when none
-  std::optional<double> p_value;   // of "the mean contrast is 0"; empty when no interval
+  double mean = 0;                // mean of the contrasts (log scale)
+  Interval ci;                    // of the mean, at 1 - alpha; unbounded when none
+  std::optional<double> p_value;  // of "the mean contrast is 0"; empty when no interval
   PairedBasis basis = PairedBasis::none;
-  double df = 0;                   // degrees of freedom of the t interval (0: none or sequential)
-  double sigma_within = 0;         // sigma_w, sd of ln samples within an invocation
-  double sigma_between = 0;        // sigma_b, sd of an invocation's own offset (0 when not above the within noise)
-  double f_ratio = 0;              // Var(contrasts) / (within_coef * sigma_w^2): 1 when invocations agree; inf without within noise
-  std::string why;                 // one line: why this basis
+  double df = 0;             // degrees of freedom of the t interval (0: none or sequential)
+  double sigma_within = 0;   // sigma_w, sd of ln samples within an invocation
+  double sigma_between = 0;  // sigma_b, sd of an invocation's own offset (0 when not above the within noise)
+  double f_ratio = 0;  // Var(contrasts) / (within_coef * sigma_w^2): 1 when invocations agree; inf without within noise
+  std::string why;     // one line: why this basis
 };
 
 // The prior variance g of the standardized effect (mean contrast / its sd per round) in the

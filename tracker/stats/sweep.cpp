@@ -30,8 +30,8 @@ SweepSummary geomean_ratios(std::span<const std::optional<double>> ratios) {
     s.delta_pct = std::expm1(mean_log) * 100;
   }
   if (s.missing > 0) {
-    s.warning = fmt::format("the arms cover different cells: {} of {} cell{} left out of the geometric mean",
-                            s.missing, ratios.size(), ratios.size() == 1 ? "" : "s");
+    s.warning = fmt::format("the arms cover different cells: {} of {} cell{} left out of the geometric mean", s.missing,
+                            ratios.size(), ratios.size() == 1 ? "" : "s");
   }
   return s;
 }
@@ -46,7 +46,8 @@ SweepSummary geomean_deltas_pct(std::span<const std::optional<double>> deltas_pc
     }
     const double d = *deltas_pct[i];
     if (!(std::isfinite(d) && d > -100)) {
-      throw Error(Exit::usage, fmt::format("change of cell {} is {}%; a geometric mean needs changes > -100%", i + 1, d));
+      throw Error(Exit::usage,
+                  fmt::format("change of cell {} is {}%; a geometric mean needs changes > -100%", i + 1, d));
     }
     ratios.emplace_back(1 + d / 100);
   }

@@ -10,9 +10,9 @@ namespace abtrack {
 // Process exit codes (README.md lists them under "Commands").
 enum class Exit : int {
   ok = 0,
-  run_failed = 1,   // a run failed or was invalid (it is still committed)
-  usage = 2,        // usage or plan error
-  environment = 3,  // not in a git repository, cannot commit, ...
+  run_failed = 1,        // a run failed or was invalid (it is still committed)
+  usage = 2,             // usage or plan error
+  environment = 3,       // not in a git repository, cannot commit, ...
   nothing_compared = 4,  // `check`: no cell had anything to be compared with (nothing was checked)
   interrupted = 130,
 };

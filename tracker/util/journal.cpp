@@ -95,7 +95,8 @@ JournalSlot::JournalSlot(const fs::path& dir, std::string_view content) {
     fs::path file = dir / fmt::format("slot-{}", n);
     m_fd.reset(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (m_fd.get() < 0)
-      throw Error(Exit::environment, fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
+      throw Error(Exit::environment,
+                  fmt::format("cannot write the journal {}: {}", file.string(), std::strerror(errno)));
     // Held by a live process, or holding an entry that a process which died left (the next
     // for_each_journal_entry commits it): not free.
     if (::flock(m_fd.get(), LOCK_EX | LOCK_NB) == 0 && !entry_in(m_fd.get())) {

@@ -21,7 +21,8 @@ bool FileLock::acquire(const std::filesystem::path& path, LockMode mode, bool wa
   const int op = mode == LockMode::shared ? LOCK_SH : LOCK_EX;
   for (;;) {
     m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (m_fd < 0) throw Error(Exit::environment, fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    if (m_fd < 0)
+      throw Error(Exit::environment, fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
     auto fail = [&](std::string what, std::string hint) {
       ::close(m_fd);
       m_fd = -1;
@@ -40,14 +41,16 @@ bool FileLock::acquire(const std::filesystem::path& path, LockMode mode, bool wa
           return false;
         }
         if (std::chrono::steady_clock::now() > *deadline)
-          fail(fmt::format("another abtrack has held {} for over {} s", path.string(), max_wait ? max_wait->count() : 0),
-               "wait for it to finish, or find it with: fuser " + path.string());
+          fail(
+              fmt::format("another abtrack has held {} for over {} s", path.string(), max_wait ? max_wait->count() : 0),
+              "wait for it to finish, or find it with: fuser " + path.string());
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     }
     // The holder before us may have removed or replaced the file: then ours locks nothing
     // anybody else will see, and the file that is there now is the one to lock.
-    struct stat held {}, there {};
+    struct stat held {
+    }, there{};
     if (::fstat(m_fd, &held) == 0 && ::stat(path.c_str(), &there) == 0 && held.st_dev == there.st_dev &&
         held.st_ino == there.st_ino)
       return true;

@@ -31,7 +31,8 @@ class FileLock {
   // Opens `path` and takes the lock (waiting until `deadline`, or not at all when `wait` is
   // false): true when held, false when another holds it and the wait is over.
   bool acquire(const std::filesystem::path& path, LockMode mode, bool wait,
-               std::optional<std::chrono::steady_clock::time_point> deadline, std::optional<std::chrono::seconds> max_wait);
+               std::optional<std::chrono::steady_clock::time_point> deadline,
+               std::optional<std::chrono::seconds> max_wait);
   int m_fd = -1;
 };
 

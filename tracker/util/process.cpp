@@ -74,9 +74,7 @@ bool drain(int fd, Capture& cap, int stream, const OutputFn& echo) {
   }
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::vector<std::string> build_environment(const ProcessSpec& spec) {
   std::vector<std::string> env;
@@ -206,7 +204,8 @@ struct Child {
 };
 
 // Reads both pipes until they close while the child runs, stopping it as `escalate` says.
-void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capture& out, Capture& err, ProcessResult& result) {
+void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capture& out, Capture& err,
+               ProcessResult& result) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0)));
   bool out_open = true, err_open = true;
   for (;;) {
@@ -231,8 +230,7 @@ void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capt
       else if (p.fd == err_r) err_open = drain(p.fd, err, 2, spec.echo);
       else if (p.fd == g_wake_pipe[0]) {
         char buf[64];
-        while (::read(p.fd, buf, sizeof buf) > 0) {
-        }
+        while (::read(p.fd, buf, sizeof buf) > 0) {}
       }
     }
   }
@@ -242,9 +240,11 @@ void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capt
 
 ProcessResult run_process(const ProcessSpec& spec) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   Child child;
@@ -267,7 +267,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
     // Leftovers of the group, if any, must not outlive the run.
     child.kill_group(SIGKILL);
   }
-  result.duration_s = child.exit_at ? std::chrono::duration<double>(*child.exit_at - child.t0).count() : seconds_since(child.t0);
+  result.duration_s =
+      child.exit_at ? std::chrono::duration<double>(*child.exit_at - child.t0).count() : seconds_since(child.t0);
   if (WIFEXITED(child.status)) result.exit_code = WEXITSTATUS(child.status);
   if (WIFSIGNALED(child.status)) result.signal = WTERMSIG(child.status);
   out.finish();

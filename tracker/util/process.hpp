@@ -17,13 +17,13 @@ namespace abtrack::util {
 using OutputFn = std::function<void(int stream, std::string_view bytes)>;
 
 struct ProcessSpec {
-  std::string shell_command;                                    // run as /bin/sh -c COMMAND
-  std::filesystem::path workdir;                                // empty: the current directory
-  std::vector<std::pair<std::string, std::string>> env;         // set on top of the environment
-  double timeout_s = 600;                                       // <= 0: no timeout
-  double kill_grace_s = 2;                                      // TERM, then KILL after this
-  std::size_t capture_limit = 16u << 20;                        // keep at most the last N bytes
-  OutputFn echo;                                                // also given the output as it arrives (-v)
+  std::string shell_command;                             // run as /bin/sh -c COMMAND
+  std::filesystem::path workdir;                         // empty: the current directory
+  std::vector<std::pair<std::string, std::string>> env;  // set on top of the environment
+  double timeout_s = 600;                                // <= 0: no timeout
+  double kill_grace_s = 2;                               // TERM, then KILL after this
+  std::size_t capture_limit = 16u << 20;                 // keep at most the last N bytes
+  OutputFn echo;                                         // also given the output as it arrives (-v)
   // Called once the shell is started, with its process id (which is also its process group's
   // id): a caller that may be killed outright records it, so a later process can end the group.
   std::function<void(int pid)> on_start;
@@ -33,11 +33,11 @@ struct ProcessResult {
   std::optional<int> exit_code;  // set when the shell exited normally
   std::optional<int> signal;     // set when it was killed by a signal
   bool timed_out = false;
-  bool interrupted = false;      // SIGINT/SIGTERM reached abtrack while it ran
+  bool interrupted = false;  // SIGINT/SIGTERM reached abtrack while it ran
   double duration_s = 0;
-  std::string out;               // the last capture_limit bytes of stdout
-  std::string err;               // the last capture_limit bytes of stderr
-  std::uint64_t out_bytes = 0;   // bytes written in all
+  std::string out;              // the last capture_limit bytes of stdout
+  std::string err;              // the last capture_limit bytes of stderr
+  std::uint64_t out_bytes = 0;  // bytes written in all
   std::uint64_t err_bytes = 0;
   bool succeeded() const { return exit_code && *exit_code == 0 && !timed_out && !interrupted; }
 };

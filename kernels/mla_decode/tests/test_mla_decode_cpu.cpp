@@ -9,13 +9,13 @@
 #include "splits.hpp"
 #include "test_support.hpp"
 
+#include <unistd.h>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace mla = abtrack::kernels::mla_decode;
 
@@ -68,7 +68,8 @@ MLA_TEST("format") {
   for (int i = 0; i < mla::kDimV; ++i) {
     float scale;
     std::memcpy(&scale, &row[mla::kScaleOffset + 4 * (i / 128)], 4);
-    worst = std::max(worst, static_cast<double>(std::fabs(back[i] - values[i]) / std::max(std::fabs(values[i]), 64 * std::ldexp(scale, -9))));
+    worst = std::max(worst, static_cast<double>(std::fabs(back[i] - values[i]) /
+                                                std::max(std::fabs(values[i]), 64 * std::ldexp(scale, -9))));
   }
   MLA_CHECK(worst <= 1.0 / 16, "quantization error %g within e4m3 precision", worst);
   for (int i = mla::kDimV; i < mla::kDimQk; ++i)
@@ -90,8 +91,7 @@ MLA_TEST("splits") {
   // tiles fit.
   mla::CudaConfig big{4, 4, 64, 1, mla::Math::mma, mla::Dequant::bits};
   const mla::Feasibility f = mla::cuda_feasibility(big, 32, mla::kSm90SmemOptin);
-  MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s",
-            f.why.c_str());
+  MLA_CHECK(!f.feasible && f.why.find("exceeds") != std::string::npos, "T=64 S=4 infeasible: %s", f.why.c_str());
   MLA_CHECK(f.smem_bytes == 36864 + 4 * 64 * 656 + 4 * 32 * 68 * 4 + 32 * 72 * 2 + 384 + 32 * 64 * 4,
             "the carve-up: %zu bytes", f.smem_bytes);
   mla::CudaConfig three{8, 3, 64, 1, mla::Math::mma, mla::Dequant::bits};
@@ -191,7 +191,8 @@ MLA_TEST("tiny") {
           // The empty row (b = 1): exactly zero output and lse = +inf.
           bool zero = true;
           for (int i = 0; i < in.shape.heads * mla::kDimV; ++i)
-            zero = zero && mla::bf16_to_float(got.out[static_cast<std::size_t>(in.shape.heads) * mla::kDimV + i]) == 0.0f;
+            zero =
+                zero && mla::bf16_to_float(got.out[static_cast<std::size_t>(in.shape.heads) * mla::kDimV + i]) == 0.0f;
           MLA_CHECK(zero && std::isinf(got.lse[in.shape.heads]) && got.lse[in.shape.heads] > 0,
                     "empty row: out 0 and lse +inf (tile %d splits %d)", tile, splits);
         }
@@ -299,8 +300,8 @@ MLA_TEST("medium") {
   for (int splits : {1, 8, 32}) {
     const mla::Outputs got = mla::cpu_tiled_decode(in, scale, mla::CpuConfig{64, 0, splits});
     const mla::CheckResult c = mla::check_outputs(in.shape, got, ref);
-    MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "medium splits %d: rel_err %g corruption %g%% %s", splits,
-              c.rel_err, c.corruption_pct, c.first_failure.c_str());
+    MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "medium splits %d: rel_err %g corruption %g%% %s", splits, c.rel_err,
+              c.corruption_pct, c.first_failure.c_str());
   }
 }
 

@@ -36,8 +36,8 @@ void check_variant(mla::CudaDecoder& dec, const mla::Inputs& in, const mla::Refe
   const mla::LaunchPlan plan = dec.plan(config);
   if (!plan.feasible) {
     ++counts.infeasible;
-    MLA_CHECK(!plan.why.empty() && plan.smem_bytes > mla::kSm90SmemOptin - 1,
-              "%s %s: infeasible must say why: '%s'", what, name_of(config), plan.why.c_str());
+    MLA_CHECK(!plan.why.empty() && plan.smem_bytes > mla::kSm90SmemOptin - 1, "%s %s: infeasible must say why: '%s'",
+              what, name_of(config), plan.why.c_str());
     return;
   }
   MLA_CHECK(plan.ctas_per_sm >= 1 && plan.regs_per_thread > 0, "%s %s: resources reported", what, name_of(config));
@@ -47,8 +47,8 @@ void check_variant(mla::CudaDecoder& dec, const mla::Inputs& in, const mla::Refe
     dec.poison();
     dec.launch(plan);
     const mla::CheckResult c = mla::check_outputs(in.shape, dec.download(), ref);
-    MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "%s %s (splits used %d, run %d): rel_err %g corruption %g%% %s",
-              what, name_of(config), plan.splits, rep, c.rel_err, c.corruption_pct, c.first_failure.c_str());
+    MLA_CHECK(c.passed && c.rel_err <= 6.7e-3, "%s %s (splits used %d, run %d): rel_err %g corruption %g%% %s", what,
+              name_of(config), plan.splits, rep, c.rel_err, c.corruption_pct, c.first_failure.c_str());
   }
   ++counts.ran;
 }
@@ -114,7 +114,8 @@ MLA_TEST("instantiations") {
     MLA_CHECK(wg != nullptr && wg1 != nullptr, "the wgmma kernels are built (cluster %d)", cluster);
     MLA_CHECK(wg1 != wg || mla::wgmma_producer_ksteps() == 0, "one stage runs a wgmma kernel of its own");
     for (int other : {1, 2, 4, 8})
-      MLA_CHECK(other == cluster || mla::decode_kernel_wgmma(2, other) != wg, "clusters of %d run a wgmma kernel of their own", cluster);
+      MLA_CHECK(other == cluster || mla::decode_kernel_wgmma(2, other) != wg,
+                "clusters of %d run a wgmma kernel of their own", cluster);
     for (int tile : {16, 32, 64})
       for (bool fma : {false, true})
         for (bool bits : {false, true})

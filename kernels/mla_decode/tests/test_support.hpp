@@ -48,21 +48,21 @@ inline int run_cases(int argc, char** argv) {
 
 }  // namespace abtrack::kernels::mla_decode::test
 
-#define MLA_CHECK(cond, ...)                                                        \
-  do {                                                                              \
-    ++::abtrack::kernels::mla_decode::test::checks();                               \
-    if (!(cond)) {                                                                  \
-      ++::abtrack::kernels::mla_decode::test::failures();                           \
-      std::printf("%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);          \
-      std::printf(__VA_ARGS__);                                                     \
-      std::printf("\n");                                                            \
-    }                                                                               \
+#define MLA_CHECK(cond, ...)                                               \
+  do {                                                                     \
+    ++::abtrack::kernels::mla_decode::test::checks();                      \
+    if (!(cond)) {                                                         \
+      ++::abtrack::kernels::mla_decode::test::failures();                  \
+      std::printf("%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      std::printf(__VA_ARGS__);                                            \
+      std::printf("\n");                                                   \
+    }                                                                      \
   } while (0)
 
 #define MLA_CONCAT2(a, b) a##b
 #define MLA_CONCAT(a, b) MLA_CONCAT2(a, b)
-#define MLA_TEST(name)                                                                       \
-  static void MLA_CONCAT(test_fn_, __LINE__)();                                              \
-  static ::abtrack::kernels::mla_decode::test::Register MLA_CONCAT(test_reg_, __LINE__)(     \
-      name, &MLA_CONCAT(test_fn_, __LINE__));                                                \
+#define MLA_TEST(name)                                                                   \
+  static void MLA_CONCAT(test_fn_, __LINE__)();                                          \
+  static ::abtrack::kernels::mla_decode::test::Register MLA_CONCAT(test_reg_, __LINE__)( \
+      name, &MLA_CONCAT(test_fn_, __LINE__));                                            \
   static void MLA_CONCAT(test_fn_, __LINE__)()

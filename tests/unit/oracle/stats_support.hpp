@@ -75,7 +75,7 @@ inline std::string find_scipy_python() {
 // Runs tests/unit/oracle/<script_name> (stats_oracle.py) on `cases` (one case per line) and returns one row of
 // numbers per case; empty when python3 with scipy is missing or the script fails.
 inline std::optional<std::vector<std::vector<double>>> run_oracle(const std::string& python, const std::string& cases,
-                                                                   const std::string& script_name = "stats_oracle.py") {
+                                                                  const std::string& script_name = "stats_oracle.py") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() /
                        ("abtrack-stats-oracle-" + std::to_string(static_cast<unsigned long long>(::getpid())));
