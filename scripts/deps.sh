@@ -5,7 +5,7 @@ abtrack_packages=(
   g++ cmake make ninja-build pkg-config git ca-certificates
   libgit2-dev libyaml-cpp-dev libfmt-dev doctest-dev nlohmann-json3-dev libkainjow-mustache-dev
   python3 python3-scipy python3-jsonschema hyperfine libbenchmark-dev bsdutils
-  time clang-14 libfuzzer-14-dev
+  time clang-14 libfuzzer-14-dev clang-format-14
   slurmctld slurmd slurm-client munge
 )
 
