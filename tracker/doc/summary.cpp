@@ -72,6 +72,14 @@ std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cel
       model.metric, model.axis, rows);
 }
 
+// The first ten of the warning `lines`, each a line, then "- ⚠ ... and N more `what`" for the rest.
+std::string first_ten(const std::vector<std::string>& lines, const std::string& what) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
+  if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more {}\n", lines.size() - 10, what);
+  return out;
+}
+
 // Comparisons whose cell and baseline ran on different machines (host, GPU names, driver).
 std::string machine_warnings(const std::vector<CellComparison>& comps) {
   std::vector<std::string> lines;
@@ -98,12 +106,7 @@ std::string machine_warnings(const std::vector<CellComparison>& comps) {
       lines.push_back(fmt::format("- ⚠ {} is compared with its baseline across different machines: {}",
                                   cc.cell->latest()->label(), fmt::join(descs, "; ")));
   }
-  if (lines.empty()) return {};
-  std::string out;
-  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
-  if (lines.size() > 10)
-    out += fmt::format("- ⚠ ... and {} more comparisons across different machines\n", lines.size() - 10);
-  return out;
+  return first_ten(lines, "comparisons across different machines");
 }
 
 // Comparisons whose cell and baseline pools ran different code (their Abtrack-Code differ): the
@@ -121,12 +124,7 @@ std::string code_warnings(const std::vector<CellComparison>& comps) {
                     "(run the baseline again on this code)",
                     c->label(), b->run, name(b), c->run, name(c)));
   }
-  if (lines.empty()) return {};
-  std::string out;
-  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
-  if (lines.size() > 10)
-    out += fmt::format("- ⚠ ... and {} more comparisons with a baseline on other code\n", lines.size() - 10);
-  return out;
+  return first_ten(lines, "comparisons with a baseline on other code");
 }
 
 // Artifacts that are byte-identical between different variants: a no-op A/B (a config the
