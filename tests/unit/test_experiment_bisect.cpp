@@ -19,13 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The plan of `text` with a command and a metric t (better: lower) added.
 plan::Plan parse(const std::string& text) {
-  const fs::path root = fs::temp_directory_path() / "abtrack-unit-root";
-  fs::create_directories(root);
-  return plan::parse_plan(text, "abtrack.yaml", root);
+  return plan::parse_plan(text + "command: echo\nmetrics:\n  t: {json: t, better: lower}\n", "abtrack.yaml",
+                          fs::temp_directory_path());
 }
-
-const std::string kMetrics = "command: echo\nmetrics:\n  t: {json: t, better: lower}\n";
 
 // A state of `n` commits c0..c{n-1} whose steps judged the commits at `indexes` as `judged`
 // (step 0, bad against good, first).
@@ -59,7 +57,7 @@ experiment::BisectState state(std::size_t n, const std::vector<std::pair<std::pt
 }  // namespace
 
 TEST_CASE("bisect_plan: a plan without revisions gets a rev axis of good, tested and bad in front") {
-  auto user = parse("experiment: b\ndoc: B.md\nbuild: make\naxes: {size: [small, large]}\n" + kMetrics);
+  auto user = parse("experiment: b\ndoc: B.md\nbuild: make\naxes: {size: [small, large]}\n");
   REQUIRE(user.setup == "make");  // without revisions the build runs as the setup
   std::array<std::string, 3> names;
   const auto p = experiment::bisect_plan(user, names);
@@ -76,15 +74,14 @@ TEST_CASE("bisect_plan: a plan without revisions gets a rev axis of good, tested
   REQUIRE(p.baseline);
   CHECK(*p.baseline == plan::Assignment{{std::string(plan::kRevAxis), "good"}});
 
-  auto with_rev = parse("experiment: b\ndoc: B.md\naxes: {rev: [1, 2]}\n" + kMetrics);
+  auto with_rev = parse("experiment: b\ndoc: B.md\naxes: {rev: [1, 2]}\n");
   CHECK_THROWS_AS(experiment::bisect_plan(with_rev, names), Error);
 }
 
 TEST_CASE("bisect_plan: a plan with revisions plays its baseline as good and its first other as tested") {
   auto user = parse(
       "experiment: b\ndoc: B.md\nrevisions: {base: main, mine: HEAD, bad: HEAD~1}\nbaseline: {rev: mine}\n"
-      "axes: {size: [small]}\n" +
-      kMetrics);
+      "axes: {size: [small]}\n");
   std::array<std::string, 3> names;
   auto p = experiment::bisect_plan(user, names);
   CHECK(names == std::array<std::string, 3>{"mine", "base", "bad"});  // the plan's bad plays bad
@@ -94,15 +91,14 @@ TEST_CASE("bisect_plan: a plan with revisions plays its baseline as good and its
   // Without a revision called bad, bad is new, and excluded where the plan excludes tested.
   user = parse(
       "experiment: b\ndoc: B.md\nrevisions: {base: main, mine: HEAD}\naxes: {size: [small, large]}\n"
-      "exclude: [{rev: mine, size: large}]\n" +
-      kMetrics);
+      "exclude: [{rev: mine, size: large}]\n");
   p = experiment::bisect_plan(user, names);
   CHECK(names == std::array<std::string, 3>{"base", "mine", "bad"});
   REQUIRE(p.exclude.size() == 2);
   CHECK(p.exclude.back() == plan::Assignment{{std::string(plan::kRevAxis), "bad"}, {"size", "large"}});
 
   // One revision only: tested is new too; a new name never takes a revision's.
-  user = parse("experiment: b\ndoc: B.md\nrevisions: {tested: main}\n" + kMetrics);
+  user = parse("experiment: b\ndoc: B.md\nrevisions: {tested: main}\n");
   p = experiment::bisect_plan(user, names);
   CHECK(names == std::array<std::string, 3>{"tested", "tested_2", "bad"});
 }
@@ -168,7 +164,7 @@ TEST_CASE("the search: the next commit to probe, and the status each step leaves
 
 TEST_CASE("the committed state: bisect.json reads back as it was written, and a step off the path is refused") {
   experiment::Bisect b;
-  b.plan = parse("experiment: b\ndoc: B.md\naxes: {size: [small]}\n" + kMetrics);
+  b.plan = parse("experiment: b\ndoc: B.md\naxes: {size: [small]}\n");
   b.names = {"good", "tested", "bad"};
   b.metric = b.plan.metrics.front();
   auto st = state(8, {{3, Judgement::good}, {5, Judgement::skip}});

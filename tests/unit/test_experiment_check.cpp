@@ -22,15 +22,27 @@ plan::Plan two_cells(const std::string& baseline = "baseline: {v: a}\n") {
                           "abtrack.yaml", std::filesystem::temp_directory_path());
 }
 
-record::Record rec(int run, const std::string& v, const std::string& code, Outcome o, std::vector<double> t) {
-  record::Record r;
-  r.experiment = "e";
-  r.run = run;
-  r.cell = {{"v", v}};
-  r.code.commit = code;
-  r.data.outcome = o;
-  r.data.samples["t"] = std::move(t);
-  return r;
+// A run of experiment e: its number, cell v=`v`, code (a commit id of `code` repeated), outcome
+// and samples of t.
+struct Run {
+  int run;
+  std::string v;
+  char code;
+  Outcome outcome;
+  std::vector<double> t;
+};
+
+std::vector<record::Record> records(const std::vector<Run>& runs) {
+  std::vector<record::Record> out(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    out[i].experiment = "e";
+    out[i].run = runs[i].run;
+    out[i].cell = {{"v", runs[i].v}};
+    out[i].code.commit = std::string(40, runs[i].code);
+    out[i].data.outcome = runs[i].outcome;
+    out[i].data.samples["t"] = runs[i].t;
+  }
+  return out;
 }
 
 std::vector<double> around(double level) {
@@ -43,10 +55,11 @@ std::vector<double> around(double level) {
 
 TEST_CASE("previous_pool: the runs on the code before the latest code, none without earlier code") {
   const auto p = two_cells();
-  const std::string c1(40, '1'), c2(40, '2'), c3(40, '3');
-  const std::vector<record::Record> rs{rec(1, "a", c1, Outcome::pass, {1}), rec(2, "a", c2, Outcome::pass, {2}),
-                                       rec(3, "a", c2, Outcome::pass, {3}), rec(4, "a", c3, Outcome::pass, {4}),
-                                       rec(5, "b", c1, Outcome::pass, {5})};
+  const auto rs = records({{1, "a", '1', Outcome::pass, {1}},
+                           {2, "a", '2', Outcome::pass, {2}},
+                           {3, "a", '2', Outcome::pass, {3}},
+                           {4, "a", '3', Outcome::pass, {4}},
+                           {5, "b", '1', Outcome::pass, {5}}});
   const auto cells = record::cells_with_runs(p, rs);
   const auto before = experiment::previous_pool(cells[0]);
   REQUIRE(before.runs.size() == 2);
@@ -58,9 +71,7 @@ TEST_CASE("previous_pool: the runs on the code before the latest code, none with
 
 TEST_CASE("tally_check: worse, failed and invalid cells fail the check; pending ones do not") {
   const auto p = two_cells();
-  const std::string c1(40, '1');
-  std::vector<record::Record> rs{rec(1, "a", c1, Outcome::pass, around(10)),
-                                 rec(2, "b", c1, Outcome::pass, around(20))};
+  auto rs = records({{1, "a", '1', Outcome::pass, around(10)}, {2, "b", '1', Outcome::pass, around(20)}});
   auto cells = record::cells_with_runs(p, rs);
   std::size_t with_p = 0;
   auto comps = doc::compare_cells(p, cells, with_p);
@@ -74,7 +85,7 @@ TEST_CASE("tally_check: worse, failed and invalid cells fail the check; pending 
   CHECK(!experiment::nothing_compared(p, false, t, cells.size()));
 
   // b's latest run invalid: not compared, and the check fails on it.
-  rs.push_back(rec(3, "b", c1, Outcome::invalid, {}));
+  rs.push_back(records({{3, "b", '1', Outcome::invalid, {}}}).front());
   rs[1].data.outcome = Outcome::invalid;
   cells = record::cells_with_runs(p, rs);
   comps = doc::compare_cells(p, cells, with_p);
@@ -86,9 +97,9 @@ TEST_CASE("tally_check: worse, failed and invalid cells fail the check; pending 
 
 TEST_CASE("nothing_compared: a check that fails nothing but compared nothing says why") {
   const auto p = two_cells();
-  const std::string c1(40, '1');
   const auto metrics = record::compared_metrics(p);
-  auto judge = [&](const std::vector<record::Record>& rs, bool history) {
+  auto judge = [&](const std::vector<Run>& runs, bool history) {
+    const auto rs = records(runs);
     const auto cells = record::cells_with_runs(p, rs);
     std::size_t with_p = 0;
     const auto comps = doc::compare_cells(p, cells, with_p);
@@ -98,20 +109,20 @@ TEST_CASE("nothing_compared: a check that fails nothing but compared nothing say
   REQUIRE(n);
   CHECK(n->what == "no cell has a run");
   CHECK(n->advice == "measure them first: abtrack run");
-  n = judge({rec(1, "b", c1, Outcome::pass, around(10))}, false);
+  n = judge({{1, "b", '1', Outcome::pass, around(10)}}, false);
   REQUIRE(n);
   CHECK(n->what == "the baseline v=a has no runs");
-  n = judge({rec(1, "a", c1, Outcome::pass, around(10))}, false);
+  n = judge({{1, "a", '1', Outcome::pass, around(10)}}, false);
   REQUIRE(n);
   CHECK(n->what == "no cell but the baseline has a run to compare");
-  n = judge({rec(1, "a", c1, Outcome::pass, around(10))}, true);
+  n = judge({{1, "a", '1', Outcome::pass, around(10)}}, true);
   REQUIRE(n);
   CHECK(n->what == "no cell has runs on earlier code");
-  CHECK(!judge({rec(1, "a", c1, Outcome::pass, around(10)), rec(2, "b", c1, Outcome::pass, around(10))}, false));
+  CHECK(!judge({{1, "a", '1', Outcome::pass, around(10)}, {2, "b", '1', Outcome::pass, around(10)}}, false));
 
   // Without a baseline a check only checks gates and invalid runs: nothing when no cell ran.
   const auto plain = two_cells("");
-  const std::vector<record::Record> one{rec(1, "a", c1, Outcome::pass, {1})};
+  const auto one = records({{1, "a", '1', Outcome::pass, {1}}});
   const auto cells = record::cells_with_runs(plain, one);
   std::size_t with_p = 0;
   const auto comps = doc::compare_cells(plain, cells, with_p);
