@@ -96,6 +96,102 @@ struct RoundsArgs {
   }
 };
 
+// What `abtrack run` was asked.
+struct RunArgs {
+  RoundsArgs rounds;
+  std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
+  bool all = false, detach = false, retry = false, rebuild = false;
+  experiment::RunOptions opts;
+  std::optional<int> jobs;
+  std::optional<std::uint64_t> seed;
+};
+
+RunArgs parse_run_args(const Args& args) {
+  RunArgs a;
+  bool keep_going = false;
+  for (std::size_t i = 0; i < args.rest.size(); ++i) {
+    if (auto vj = take_value(args.rest, i, "--jobs")) {
+      auto n = util::parse_double(*vj);
+      if (!n || *n < 1 || *n > 1024 || std::floor(*n) != *n)
+        throw Error(Exit::usage, fmt::format("--jobs must be a whole number from 1 to 1024, not '{}'", *vj));
+      a.jobs = static_cast<int>(*n);
+    } else if (args.rest[i] == "--detach") {
+      a.detach = true;
+    } else if (a.rounds.take(args.rest, i)) {
+    } else if (auto vr = take_value(args.rest, i, "--rev")) {
+      a.rev_specs.push_back(*vr);
+    } else if (auto v2 = take_value(args.rest, i, "--seed")) {
+      auto n = util::parse_double(*v2);
+      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15)
+        throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
+      a.seed = static_cast<std::uint64_t>(*n);
+    } else if (args.rest[i] == "--all") {
+      a.all = true;
+    } else if (args.rest[i] == "--retry") {
+      a.retry = true;
+    } else if (args.rest[i] == "--rebuild") {
+      a.rebuild = true;
+    } else if (args.rest[i] == "--keep-going") {
+      keep_going = true;
+    } else if (args.rest[i] == "--dry-run") {
+      a.opts.dry_run = true;
+    } else {
+      unknown_argument("run", args.rest[i],
+                       {"--rounds", "--max-rounds", "--budget", "--seed", "--all", "--jobs", "--detach", "--retry",
+                        "--keep-going", "--dry-run", "--rev", "--rebuild"});
+    }
+  }
+  a.opts.early_stop = !keep_going;
+  return a;
+}
+
+// `run` for a plan with revisions: its cells here, interleaved, one at a time.
+int run_with_revisions(experiment::Context& ctx, experiment::Progress& progress, const RunArgs& a,
+                       const std::optional<experiment::AutoRounds>& automatic,
+                       experiment::RevisionRunOptions& revision_opts) {
+  if (a.detach)
+    throw Error(Exit::usage,
+                "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
+  if (a.jobs && *a.jobs > 1)
+    throw Error(Exit::usage,
+                "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
+  revision_opts.rounds = a.rounds.given && !automatic ? a.rounds.rounds : 0;
+  revision_opts.automatic = automatic;
+  revision_opts.seed = a.seed;
+  revision_opts.all = a.all;
+  revision_opts.retry = a.retry;
+  revision_opts.rebuild = a.rebuild;
+  revision_opts.run = a.opts;
+  if (!a.opts.dry_run) {  // a dry run writes nothing (see cmd_step)
+    experiment::preflight(ctx, progress);
+    experiment::recover_journal(ctx, progress);
+  }
+  return experiment::run_revisions(ctx, progress, revision_opts);
+}
+
+// Refuses the options of `run` that the plan's executor (local or Slurm) cannot honour.
+void refuse_for_executor(const plan::Plan& plan, const RunArgs& a, int rounds, bool automatic) {
+  if (a.rebuild)
+    throw Error(Exit::usage, "--rebuild is for a plan with revisions: (it builds each revision's tree again)",
+                "without revisions:, the plan's build: runs before the cells at every run");
+  const bool slurm = plan.executor == plan::ExecutorKind::slurm;
+  if (a.detach && !slurm)
+    throw Error(Exit::usage, "--detach needs executor: slurm in the plan",
+                "without Slurm, `abtrack run` runs the cells here and waits");
+  if (a.jobs && slurm)
+    throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
+  if ((rounds > 1 || automatic) && slurm)
+    throw Error(Exit::usage,
+                "rounds are for the local executor; with executor: slurm each cell is one task of the job array",
+                "run `abtrack run --all` again for another round");
+  if (a.jobs && !plan.gpus.empty() && *a.jobs > static_cast<int>(plan.gpus.size()))
+    throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *a.jobs,
+                                         plan.gpus.size()));
+  if (a.opts.dry_run && slurm)
+    throw Error(Exit::usage, "--dry-run is for the local executor; with executor: slurm every task's run is committed",
+                "`abtrack step --no-commit --cell ...` runs one cell here without committing");
+}
+
 }  // namespace
 
 int cmd_step(const Args& args) {
@@ -191,103 +287,29 @@ int cmd_step(const Args& args) {
 }
 
 int cmd_run(const Args& args) {
-  RoundsArgs rounds_arg;
-  std::vector<std::string> rev_specs;  // --rev NAME=REVISION, checked against the plan
-  bool all = false, detach = false, retry = false, keep_going = false, rebuild = false;
-  experiment::RunOptions opts;
-  std::optional<int> jobs;
-  std::optional<std::uint64_t> seed;
-  for (std::size_t i = 0; i < args.rest.size(); ++i) {
-    if (auto vj = take_value(args.rest, i, "--jobs")) {
-      auto n = util::parse_double(*vj);
-      if (!n || *n < 1 || *n > 1024 || std::floor(*n) != *n)
-        throw Error(Exit::usage, fmt::format("--jobs must be a whole number from 1 to 1024, not '{}'", *vj));
-      jobs = static_cast<int>(*n);
-    } else if (args.rest[i] == "--detach") {
-      detach = true;
-    } else if (rounds_arg.take(args.rest, i)) {
-    } else if (auto vr = take_value(args.rest, i, "--rev")) {
-      rev_specs.push_back(*vr);
-    } else if (auto v2 = take_value(args.rest, i, "--seed")) {
-      auto n = util::parse_double(*v2);
-      if (!n || *n < 0 || std::floor(*n) != *n || *n > 9e15)
-        throw Error(Exit::usage, fmt::format("--seed must be a whole number, not '{}'", *v2));
-      seed = static_cast<std::uint64_t>(*n);
-    } else if (args.rest[i] == "--all") {
-      all = true;
-    } else if (args.rest[i] == "--retry") {
-      retry = true;
-    } else if (args.rest[i] == "--rebuild") {
-      rebuild = true;
-    } else if (args.rest[i] == "--keep-going") {
-      keep_going = true;
-    } else if (args.rest[i] == "--dry-run") {
-      opts.dry_run = true;
-    } else {
-      unknown_argument("run", args.rest[i],
-                       {"--rounds", "--max-rounds", "--budget", "--seed", "--all", "--jobs", "--detach", "--retry",
-                        "--keep-going", "--dry-run", "--rev", "--rebuild"});
-    }
-  }
-  opts.early_stop = !keep_going;
+  RunArgs a = parse_run_args(args);
   util::install_interrupt_handlers();
   TerminalProgress progress(args.global);
   experiment::Context ctx = experiment::open_context(args.global.plan, progress);
   experiment::RevisionRunOptions revision_opts;
-  for (const auto& s : rev_specs) experiment::add_revision_override(ctx.plan, s, revision_opts.overrides);
-  if (!seed) seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
-  const auto automatic = rounds_arg.design(ctx.plan, *seed, opts.dry_run);
+  for (const auto& s : a.rev_specs) experiment::add_revision_override(ctx.plan, s, revision_opts.overrides);
+  if (!a.seed) a.seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
+  const auto automatic = a.rounds.design(ctx.plan, *a.seed, a.opts.dry_run);
   // A dry run says, from the pools already recorded, how many rounds each design would need.
-  if (opts.dry_run && ctx.plan.baseline)
+  if (a.opts.dry_run && ctx.plan.baseline)
     for (const auto& line : experiment::expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds))
       info(args.global, "expected: " + line);
-  const int rounds = rounds_arg.given ? rounds_arg.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 1;
-  if (!ctx.plan.revisions.empty()) {
-    if (detach)
-      throw Error(Exit::usage,
-                  "--detach needs executor: slurm, and a plan with revisions: runs its cells here, interleaved");
-    if (jobs && *jobs > 1)
-      throw Error(Exit::usage,
-                  "a plan with revisions: measures one cell at a time (its revisions back to back); --jobs must be 1");
-    revision_opts.rounds = rounds_arg.given && !automatic ? rounds_arg.rounds : 0;
-    revision_opts.automatic = automatic;
-    revision_opts.seed = seed;
-    revision_opts.all = all;
-    revision_opts.retry = retry;
-    revision_opts.rebuild = rebuild;
-    revision_opts.run = opts;
-    if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
-      experiment::preflight(ctx, progress);
-      experiment::recover_journal(ctx, progress);
-    }
-    return experiment::run_revisions(ctx, progress, revision_opts);
-  }
-  if (rebuild)
-    throw Error(Exit::usage, "--rebuild is for a plan with revisions: (it builds each revision's tree again)",
-                "without revisions:, the plan's build: runs before the cells at every run");
+  const int rounds = a.rounds.given ? a.rounds.rounds : ctx.plan.rounds > 0 ? ctx.plan.rounds : 1;
+  if (!ctx.plan.revisions.empty()) return run_with_revisions(ctx, progress, a, automatic, revision_opts);
+  refuse_for_executor(ctx.plan, a, rounds, automatic.has_value());
   const bool slurm = ctx.plan.executor == plan::ExecutorKind::slurm;
-  if (detach && !slurm)
-    throw Error(Exit::usage, "--detach needs executor: slurm in the plan",
-                "without Slurm, `abtrack run` runs the cells here and waits");
-  if (jobs && slurm)
-    throw Error(Exit::usage, "--jobs is for the local executor; with executor: slurm use slurm: {max_parallel: N}");
-  if ((rounds > 1 || automatic) && slurm)
-    throw Error(Exit::usage,
-                "rounds are for the local executor; with executor: slurm each cell is one task of the job array",
-                "run `abtrack run --all` again for another round");
-  if (jobs && !ctx.plan.gpus.empty() && *jobs > static_cast<int>(ctx.plan.gpus.size()))
-    throw Error(Exit::usage, fmt::format("--jobs {} but gpus lists {}; each running cell gets its own GPU", *jobs,
-                                         ctx.plan.gpus.size()));
-  if (opts.dry_run && slurm)
-    throw Error(Exit::usage, "--dry-run is for the local executor; with executor: slurm every task's run is committed",
-                "`abtrack step --no-commit --cell ...` runs one cell here without committing");
   bool dirty = false;
-  if (!opts.dry_run) {  // a dry run writes nothing (see cmd_step)
+  if (!a.opts.dry_run) {  // a dry run writes nothing (see cmd_step)
     dirty = experiment::preflight(ctx, progress);
     experiment::recover_journal(ctx, progress);
   }
   std::size_t failed_left = 0;
-  auto cells = all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, retry, &failed_left);
+  auto cells = a.all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, a.retry, &failed_left);
   if (cells.empty()) {
     info(args.global,
          fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)",
@@ -299,30 +321,30 @@ int cmd_run(const Args& args) {
     return 0;
   }
   if (rounds > 1 && !automatic)
-    info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *seed));
-  if (slurm) return experiment::run_slurm(ctx, progress, cells, dirty, detach);
+    info(args.global, fmt::format("{} rounds of {} cells, shuffled with seed {}", rounds, cells.size(), *a.seed));
+  if (slurm) return experiment::run_slurm(ctx, progress, cells, dirty, a.detach);
   runner::start_environment_probe();  // overlaps the first command (the records wait for it)
   int exit_code = 0;
-  int parallel = jobs.value_or(ctx.plan.jobs);
+  const int parallel = a.jobs.value_or(ctx.plan.jobs);
+  auto run_schedule = [&](const experiment::Scheduled& s, const experiment::RunOptions& o) {
+    if (parallel > 1 || !ctx.plan.gpus.empty())
+      experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
+    else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
+  };
   if (automatic) {
     std::vector<record::Record> records;
     int round = 0;
     experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records,
                                 [&](const experiment::Scheduled& s) {
-                                  experiment::RunOptions o = opts;
+                                  experiment::RunOptions o = a.opts;
                                   o.records = &records;
                                   o.setup_done = ++round > 1;
-                                  if (parallel > 1 || !ctx.plan.gpus.empty())
-                                    experiment::run_parallel(ctx, progress, s, parallel, dirty, o, exit_code);
-                                  else experiment::run_serial(ctx, progress, s, dirty, o, exit_code);
+                                  run_schedule(s, o);
                                 });
     return exit_code;
   }
   // Interleaved rounds of one invocation pair a cell with its baseline round by round.
-  const auto schedule = experiment::fixed_rounds(experiment::single_units(cells), rounds, *seed, rounds > 1);
-  if (parallel > 1 || !ctx.plan.gpus.empty())
-    experiment::run_parallel(ctx, progress, schedule, parallel, dirty, opts, exit_code);
-  else experiment::run_serial(ctx, progress, schedule, dirty, opts, exit_code);
+  run_schedule(experiment::fixed_rounds(experiment::single_units(cells), rounds, *a.seed, rounds > 1), a.opts);
   return exit_code;
 }
 

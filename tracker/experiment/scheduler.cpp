@@ -193,6 +193,16 @@ class CellsShown {
   Progress& m_progress;
 };
 
+// Tells `progress` the result of run `rec` and keeps it: the worst exit code, opts.records.
+void report(const Context& ctx, Progress& progress, const RunOptions& opts, const record::Record& rec,
+            int& worst_exit) {
+  const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
+  if (opts.results_as_info) progress.info(line);
+  else progress.result(line, rec);
+  if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
+  if (opts.records) opts.records->push_back(rec);
+}
+
 }  // namespace
 
 void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
@@ -223,11 +233,7 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
     auto rec = opts.dry_run   ? compared_with_head(ctx, std::move(draft))
                : !opts.commit ? draft
                               : journal_and_commit(ctx, progress, draft);
-    const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
-    if (opts.results_as_info) progress.info(line);
-    else progress.result(line, rec);
-    if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
-    if (opts.records) opts.records->push_back(rec);
+    report(ctx, progress, opts, rec, worst_exit);
     if (opts.early_stop)
       if (auto stop = early.add(rec); stop && i + 1 < cells.size()) throw *stop;
   }
@@ -243,6 +249,43 @@ struct Finished {
   std::exception_ptr error;
 };
 
+// A cell of run_parallel from its start until its run is committed.
+struct Slot {
+  std::optional<Site> site;
+  record::Code code;
+  std::optional<record::Record> draft;
+  std::shared_ptr<void> journal;
+  bool done = false;
+};
+
+// Measures cell `index` of `cells` at `site` on a measuring thread, `gpu` its GPU ("" for none).
+Finished measure_cell(const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells, std::size_t index,
+                      const std::string& gpu, const Site& site, runner::Executor& executor) {
+  Finished f;
+  f.index = index;
+  f.gpu = gpu;
+  try {
+    auto run = runner::run_cell(site.plan, cells[index].first, executor, site.before);
+    if (cells[index].second.rounds > 1) run.schedule = cells[index].second;
+    if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
+    f.run = std::move(run);
+  } catch (...) {
+    f.error = std::current_exception();
+  }
+  return f;
+}
+
+// The interruption of run_parallel: `message`, and the state of each cell it stopped.
+Error interrupted_error(const Context& ctx, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
+                        const std::string& message, std::vector<std::size_t> stopped) {
+  std::sort(stopped.begin(), stopped.end());
+  std::vector<std::string> states;
+  for (std::size_t i : stopped) states.push_back(interrupted_cell_state(ctx, cells[i].first));
+  return Error(Exit::interrupted,
+               fmt::format("{}; the running cells were stopped and nothing was recorded for them{}{}", message,
+                           states.empty() ? "" : ": ", fmt::join(states, ", ")));
+}
+
 }  // namespace
 
 void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells,
@@ -256,13 +299,6 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
   std::condition_variable cv;
   std::deque<Finished> inbox;
   std::vector<std::thread> threads;
-  struct Slot {
-    std::optional<Site> site;
-    record::Code code;
-    std::optional<record::Record> draft;
-    std::shared_ptr<void> journal;
-    bool done = false;
-  };
   std::vector<Slot> slots(cells.size());
   std::size_t next_dispatch = 0, next_commit = 0;
   int running = 0;
@@ -286,11 +322,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
                    : !opts.commit ? *slot.draft
                                   : commit_run(ctx, progress, *slot.draft);
         slot.journal.reset();  // committed: the entry goes
-        const std::string line = opts.dry_run ? dry_result_line(ctx.plan, rec) : result_line(ctx.plan, rec);
-        if (opts.results_as_info) progress.info(line);
-        else progress.result(line, rec);
-        if (rec.data.outcome != runner::Outcome::pass) worst_exit = static_cast<int>(Exit::run_failed);
-        if (opts.records) opts.records->push_back(rec);
+        report(ctx, progress, opts, rec, worst_exit);
         if (opts.early_stop && !stopped_early)
           if (auto e = early.add(rec); e && next_dispatch < cells.size()) {
             stopped_early = std::move(e);
@@ -321,18 +353,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
       // Made on this thread, as the Progress and the factory expect; used on the cell's own.
       auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
       threads.emplace_back([&, i, gpu, executor = std::move(executor)] {
-        Finished f;
-        f.index = i;
-        f.gpu = gpu;
-        try {
-          const Site& site = *slots[i].site;
-          auto run = runner::run_cell(site.plan, cells[i].first, *executor, site.before);
-          if (cells[i].second.rounds > 1) run.schedule = cells[i].second;
-          if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
-          f.run = std::move(run);
-        } catch (...) {
-          f.error = std::current_exception();
-        }
+        Finished f = measure_cell(cells, i, gpu, *slots[i].site, *executor);
         std::lock_guard lock(mutex);
         inbox.push_back(std::move(f));
         cv.notify_one();
@@ -374,14 +395,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
   commit_ready(true);  // after an interrupt: what finished is committed, the rest stays as it was
-  if (interrupted) {
-    std::sort(stopped.begin(), stopped.end());
-    std::vector<std::string> states;
-    for (std::size_t i : stopped) states.push_back(interrupted_cell_state(ctx, cells[i].first));
-    throw Error(Exit::interrupted,
-                fmt::format("{}; the running cells were stopped and nothing was recorded for them{}{}", *interrupted,
-                            states.empty() ? "" : ": ", fmt::join(states, ", ")));
-  }
+  if (interrupted) throw interrupted_error(ctx, cells, *interrupted, stopped);
   if (stopped_early) throw *stopped_early;
 }
 
