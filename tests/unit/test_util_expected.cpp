@@ -1,0 +1,42 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "util/expected.hpp"
+
+using namespace abtrack;
+
+TEST_CASE("Expected holds a value or the failure in its place") {
+  Expected<std::string> good = std::string("text");
+  REQUIRE(good.ok());
+  CHECK(static_cast<bool>(good));
+  CHECK(good.value() == "text");
+  CHECK_THROWS_AS((void)good.error(), std::bad_variant_access);
+
+  Expected<std::string> bad = Failure("cannot read x: No such file or directory");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "cannot read x: No such file or directory");
+  CHECK(bad.code() == Exit::environment);
+  CHECK_THROWS_AS((void)bad.value(), std::bad_variant_access);
+  CHECK(Expected<std::string>(Failure("no")).value_or("fallback") == "fallback");
+  CHECK(Expected<std::string>(std::string("yes")).value_or("fallback") == "yes");
+
+  Expected<int> passed_on = bad.failure();
+  CHECK(passed_on.error() == bad.error());
+}
+
+TEST_CASE("value_or_throw throws the failure as an Error with its exit code") {
+  CHECK(Expected<int>(7).value_or_throw() == 7);
+  try {
+    (void)Expected<int>(Failure("bad pattern", Exit::usage)).value_or_throw();
+    FAIL("no exception");
+  } catch (const Error& e) {
+    CHECK(e.code() == Exit::usage);
+    CHECK(std::string(e.what()) == "bad pattern");
+    CHECK(e.diagnostics().front().hint.empty());
+  }
+  Expected<> done;
+  CHECK(done.ok());
+  Expected<> failed = Failure("cannot write y");
+  CHECK_THROWS_AS(std::move(failed).value_or_throw(), Error);
+}
