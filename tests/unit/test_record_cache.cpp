@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -61,6 +62,27 @@ TEST_CASE("a cache frame keeps everything the document and status read") {
   CHECK(back.data.command_s == 12.25);
   CHECK(back.code.trailer() == sample_record(7).code.trailer());
   CHECK_THROWS(record::decode_frame(std::string_view(frame).substr(8, 20)));
+}
+
+TEST_CASE("a malformed cache frame is a failure with its reason, whatever its counts say") {
+  auto frame = record::encode_frame("oid1", sample_record(7));
+  std::string_view payload = std::string_view(frame).substr(8);
+  record::Record into;
+  auto truncated = record::try_decode_frame(payload.substr(0, 20), into);
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error() == "truncated cache frame");
+  // The count of metrics follows the oid, the header's checksum, the header and the reason.
+  std::uint32_t header_size;
+  std::memcpy(&header_size, payload.data() + 12, 4);
+  const std::size_t metrics_at = 16 + header_size + 4 + sample_record(7).data.reason.size();
+  std::string bad(payload);
+  const std::uint32_t huge = 0xfffffff0u;
+  std::memcpy(bad.data() + metrics_at, &huge, 4);
+  into = record::Record{};
+  auto counted = record::try_decode_frame(bad, into);
+  REQUIRE_FALSE(counted.ok());
+  CHECK(counted.error() == "bad metric count in cache frame");
+  CHECK(record::try_decode_frame(payload, into = record::Record{}).value() == "oid1");
 }
 
 TEST_CASE("a cache frame keeps what the watcher saw of each invocation, which the evidence reads") {

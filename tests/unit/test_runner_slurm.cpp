@@ -129,3 +129,31 @@ TEST_CASE("slurm: a run that is invalid on its own in a cancelled task names the
   // Nobody cancelled it: the failure is the whole reason.
   CHECK(finished(f, "COMPLETED").reason.rfind("slurm task", 0) == std::string::npos);
 }
+
+TEST_CASE("slurm: a submission folder whose manifest is half-written is not outstanding") {
+  const fs::path base = fs::temp_directory_path() / ("abtrack-slurm-unit-base-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  for (const char* name : {"a-good", "b-half", "c-missing"}) {
+    fs::create_directories(base / name);
+    std::ofstream(base / name / "job_id") << "7\n";
+  }
+  std::ofstream(base / "a-good" / "manifest.json") << R"({"experiment": "sl", "tasks": []})";
+  std::ofstream(base / "b-half" / "manifest.json") << R"({"experiment": "sl", "tas)";
+  auto out = runner::slurm::outstanding(base, "sl");
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].dir == base / "a-good");
+  CHECK(out[0].job_id == "7");
+  // The task side has nothing to fall back on: it says why it cannot read the manifest.
+  try {
+    runner::slurm::run_task(base / "c-missing", 0, "");
+    FAIL("no exception");
+  } catch (const Error& e) {
+    const std::string manifest = (base / "c-missing" / "manifest.json").string();
+    CHECK(e.code() == Exit::environment);
+    CHECK(std::string(e.what()) ==
+          "cannot read " + manifest + ": cannot read " + manifest + ": No such file or directory");
+  }
+  CHECK_THROWS_WITH_AS(runner::slurm::run_task(base / "b-half", 0, ""),
+                       doctest::Contains("manifest.json: [json.exception.parse_error"), Error);
+  fs::remove_all(base);
+}

@@ -51,14 +51,8 @@ bool Repository::same_tree_except(const std::string& a, const std::string& b,
                                   const std::vector<std::string>& data) const {
   git_oid ia, ib;
   if (git_oid_fromstr(&ia, a.c_str()) != 0 || git_oid_fromstr(&ib, b.c_str()) != 0) return false;
-  Tree ta, tb;
-  try {
-    ta.reset(tree_of(m_repo, ia));
-    tb.reset(tree_of(m_repo, ib));
-  } catch (const Error&) {
-    return false;  // a commit this repository does not have
-  }
-  if (!ta.get() || !tb.get()) return false;
+  Tree ta(try_tree_of(m_repo, ia).value_or(nullptr)), tb(try_tree_of(m_repo, ib).value_or(nullptr));
+  if (!ta.get() || !tb.get()) return false;  // a commit this repository does not have
   if (git_oid_equal(git_tree_id(ta.get()), git_tree_id(tb.get()))) return true;
   return trees_match_except(m_repo, ta.get(), tb.get(), "", data);
 }

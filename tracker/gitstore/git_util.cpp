@@ -71,13 +71,18 @@ Tip read_tip(git_repository* repo) {
   return Tip{"HEAD", *git_reference_target(head.get())};
 }
 
-git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
+Expected<git_tree*> try_tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
   if (!commit_id) return nullptr;
   Commit c;
-  check_git(git_commit_lookup(c.out(), repo, &*commit_id), "reading the HEAD commit");
+  if (auto found = git_result(git_commit_lookup(c.out(), repo, &*commit_id), "reading the HEAD commit"); !found)
+    return found.failure();
   git_tree* t = nullptr;
-  check_git(git_commit_tree(&t, c.get()), "reading the HEAD tree");
+  if (auto read = git_result(git_commit_tree(&t, c.get()), "reading the HEAD tree"); !read) return read.failure();
   return t;
+}
+
+git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id) {
+  return try_tree_of(repo, commit_id).value_or_throw();
 }
 
 namespace {
@@ -188,8 +193,11 @@ void free_tree(git_tree* tree) {
   if (tree) git_tree_free(tree);
 }
 
-void check_git(int rc, const std::string& what) {
-  if (rc < 0) throw Error(Exit::environment, fmt::format("{}: {}", what, last_git_message()));
+Expected<> git_result(int rc, const std::string& what) {
+  if (rc < 0) return Failure(fmt::format("{}: {}", what, last_git_message()));
+  return {};
 }
+
+void check_git(int rc, const std::string& what) { git_result(rc, what).value_or_throw(); }
 
 }  // namespace abtrack::gitstore

@@ -11,6 +11,7 @@
 #include "gitstore/handles.hpp"
 #include "gitstore/repository.hpp"
 #include "util/error.hpp"
+#include "util/expected.hpp"
 
 namespace abtrack::gitstore {
 
@@ -29,8 +30,13 @@ struct Tip {
   std::optional<git_oid> oid;
 };
 Tip read_tip(git_repository* repo);
-// The tree of a commit (caller frees); nullptr for nullopt (an unborn branch).
+// The tree of a commit (caller frees); nullptr for nullopt (an unborn branch). try_tree_of says
+// why a commit has none (one this repository does not have); tree_of throws that as an Error.
+Expected<git_tree*> try_tree_of(git_repository* repo, const std::optional<git_oid>& commit_id);
 git_tree* tree_of(git_repository* repo, const std::optional<git_oid>& commit_id);
+// A libgit2 return code as a value: a failure "WHAT: libgit2's message" when it is negative
+// (check_git throws that failure).
+Expected<> git_result(int rc, const std::string& what);
 
 // Gives the repository one snapshot of its configuration, read from memory from then on.
 void freeze_config(git_repository* repo);

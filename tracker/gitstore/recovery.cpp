@@ -52,12 +52,8 @@ std::vector<std::string> Repository::read_sync_marker() const {
   struct stat st {};
   const fs::path marker = sync_marker();
   if (::stat(marker.c_str(), &st) != 0 || st.st_size == 0) return lines;
-  std::string content;
-  try {
-    content = util::read_file(marker);
-  } catch (const Error&) {
-    return lines;
-  }
+  // An unreadable marker is one no sync can be finished from: as if none were pending.
+  const std::string content = util::try_read_file(marker).value_or({});
   for (std::size_t at = 0, nl; (nl = content.find('\n', at)) != std::string::npos; at = nl + 1)
     lines.push_back(content.substr(at, nl - at));  // whole lines only
   return lines;

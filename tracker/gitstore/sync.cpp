@@ -270,7 +270,8 @@ void Repository::update_index(const std::function<bool(git_index*)>& edit,
     try {
       done = try_update_index(edit);
     } catch (Error& e) {
-      throw e.context(what());
+      e.context(what());
+      throw;  // the same exception, with its context
     }
     if (done) {
       util::trace("index written");

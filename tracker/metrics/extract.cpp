@@ -7,6 +7,7 @@
 
 #include "metrics/formats.hpp"
 #include "util/files.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::metrics {
@@ -133,12 +134,9 @@ Extraction from_json(const nlohmann::json& object, std::string_view path) {
 }
 
 Extraction from_regex(std::string_view text, const std::string& pattern) {
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return {{}, fmt::format("regex does not compile: {}", e.what())};
-  }
+  auto compiled = util::compile_regex(pattern);
+  if (!compiled) return {{}, fmt::format("regex does not compile: {}", compiled.error())};
+  const std::regex& re = compiled.value();
   Extraction out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -277,12 +275,10 @@ std::map<std::string, Extraction> extract_all(const std::vector<plan::Metric>& m
                    before && was != before->end() && was->second && now && *was->second == *now) {
           file_errors[path] =
               fmt::format("file '{}' was not written by the command (same size and time as before it ran)", shown);
+        } else if (auto read = util::try_read_file(path)) {
+          file_sources[path].text = std::move(read).value();
         } else {
-          try {
-            file_sources[path].text = util::read_file(path);
-          } catch (const Error& err) {
-            file_errors[path] = fmt::format("file '{}' cannot be read: {}", shown, err.what());
-          }
+          file_errors[path] = fmt::format("file '{}' cannot be read: {}", shown, read.error());
         }
       }
       if (auto fe = file_errors.find(path); fe != file_errors.end()) e = {{}, fe->second};

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::metrics {
@@ -25,12 +26,10 @@ std::string some(const std::vector<std::string>& names) {
 
 std::optional<std::regex> compile(const std::string& pattern, std::string* why) {
   if (pattern.empty()) return std::nullopt;
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    *why = fmt::format("regex '{}' does not compile: {}", pattern, e.what());
-    return std::nullopt;
-  }
+  auto re = util::compile_regex(pattern);
+  if (re) return std::move(re).value();
+  *why = fmt::format("regex '{}' does not compile: {}", pattern, re.error());
+  return std::nullopt;
 }
 
 bool selected(const std::optional<std::regex>& re, const std::string& subject) {

@@ -1,7 +1,6 @@
 // The plan keys that say what is read and judged: metrics, warm-up, gates, prediction, model.
 #include <algorithm>
 #include <cmath>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -11,6 +10,7 @@
 #include "plan/load.hpp"
 #include "plan/loader.hpp"
 #include "util/files.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::plan {
@@ -128,11 +128,10 @@ bool Loader::load_ncu_keys(Metric& m, const YAML::Node& v, const KeyMap& keys, c
     } else if (f) {
       Cell first;
       for (const auto& a : plan.axes) first.values.push_back(a.values.front());
-      try {
-        std::regex re(substitute_regex(plan, first, *f), std::regex::ECMAScript);
+      if (auto re = util::compile_regex(substitute_regex(plan, first, *f))) {
         m.kernel = *f;
-      } catch (const std::regex_error& e) {
-        error(at(n.Mark()), fmt::format("the kernel regex of metric '{}' does not compile: {}", m.name, e.what()),
+      } else {
+        error(at(n.Mark()), fmt::format("the kernel regex of metric '{}' does not compile: {}", m.name, re.error()),
               placeholder_hint(plan, *f));
         ok = false;
       }
@@ -396,15 +395,12 @@ bool Loader::check_selector(const Metric& m, const YAML::Node& src) {
     error(at(src.Mark()), fmt::format("metric '{}' has an empty {}", m.name, what.at(m.source)));
     ok = false;
   } else if (m.source == Source::regex) {
-    try {
-      std::regex re(m.selector, std::regex::ECMAScript);
-      if (re.mark_count() < 1)
-        error(at(src.Mark()),
-              fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
-              "e.g. regex: 'time: ([0-9.eE+-]+)'");
-    } catch (const std::regex_error& e) {
-      error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, e.what()));
-    }
+    if (auto re = util::compile_regex(m.selector); !re)
+      error(at(src.Mark()), fmt::format("the regex of metric '{}' does not compile: {}", m.name, re.error()));
+    else if (re.value().mark_count() < 1)
+      error(at(src.Mark()),
+            fmt::format("the regex of metric '{}' has no group; group 1 must capture the number", m.name),
+            "e.g. regex: 'time: ([0-9.eE+-]+)'");
   } else if (m.source == Source::hyperfine &&
              std::find(kHyperfineFields.begin(), kHyperfineFields.end(), m.selector) == kHyperfineFields.end()) {
     error(at(src.Mark()),
@@ -452,12 +448,11 @@ bool Loader::load_metric_filter(Metric& m, const KeyMap& keys, const std::string
     // checked with each axis's first value in its place.
     Cell first;
     for (const auto& a : plan.axes) first.values.push_back(a.values.front());
-    try {
-      std::regex re(substitute_regex(plan, first, *f), std::regex::ECMAScript);
+    if (auto re = util::compile_regex(substitute_regex(plan, first, *f))) {
       m.filter = *f;
-    } catch (const std::regex_error& e) {
+    } else {
       error(at(it->second.second.Mark()),
-            fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, e.what()),
+            fmt::format("the {} regex of metric '{}' does not compile: {}", k, m.name, re.error()),
             placeholder_hint(plan, *f));
       ok = false;
     }

@@ -1,7 +1,6 @@
 // The plan keys that say how cells run: axes, revisions, env, artifacts, scale-out, placeholders.
 #include <algorithm>
 #include <cmath>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -11,6 +10,7 @@
 #include "plan/load.hpp"
 #include "plan/loader.hpp"
 #include "util/files.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::plan {
@@ -42,14 +42,13 @@ void Loader::load_artifacts(const YAML::Node& n, Plan& plan) {
       if (auto it = keys.find("kernel"); it != keys.end()) {
         auto k = scalar(it->second.second, "artifact kernel");
         if (!k) continue;
-        try {
-          std::regex re(*k, std::regex::ECMAScript);
-          options.kernel = *k;
-        } catch (const std::regex_error& err) {
+        auto re = util::compile_regex(*k);
+        if (!re) {
           error(at(it->second.second.Mark()),
-                fmt::format("the kernel regex of artifact '{}' does not compile: {}", e.Scalar(), err.what()));
+                fmt::format("the kernel regex of artifact '{}' does not compile: {}", e.Scalar(), re.error()));
           continue;
         }
+        options.kernel = *k;
       }
     }
     auto s = scalar(e, "artifact");

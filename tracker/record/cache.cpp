@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
+#include <new>
+
+#include <fmt/format.h>
 
 #include "util/files.hpp"
 
@@ -47,13 +49,16 @@ class Writer {
   std::string m_out;
 };
 
+// Reads a frame's fields. A malformed frame is an expected failure (a cache miss), kept like an
+// istream's: the first reason sticks, and every later read yields zeros and empty strings, so
+// the decoders check once, at the end.
 class Reader {
  public:
   explicit Reader(std::string_view in) : m_in(in) {}
   template <class T>
   T pod() {
-    need(sizeof(T));
-    T v;
+    T v{};
+    if (!need(sizeof v)) return v;
     std::memcpy(&v, m_in.data(), sizeof v);
     m_in.remove_prefix(sizeof v);
     return v;
@@ -61,19 +66,34 @@ class Reader {
   std::string str() { return std::string(view()); }
   std::string_view view() {
     auto n = pod<std::uint32_t>();
-    need(n);
+    if (!need(n)) return {};
     auto s = m_in.substr(0, n);
     m_in.remove_prefix(n);
     return s;
   }
+  // A count read from the frame, or 0 (and the frame malformed) past `limit`.
+  std::uint32_t count(std::size_t limit, const char* what) {
+    auto n = pod<std::uint32_t>();
+    if (n <= limit) return n;
+    fail(fmt::format("bad {} count in cache frame", what));
+    return 0;
+  }
+  void fail(std::string why) {
+    if (m_error.empty()) m_error = std::move(why);
+    m_in = {};
+  }
+  const std::string& error() const { return m_error; }
   bool done() const { return m_in.empty(); }
   std::string_view rest() const { return m_in; }
 
  private:
-  void need(std::size_t n) const {
-    if (m_in.size() < n) throw std::runtime_error("truncated cache frame");
+  bool need(std::size_t n) {
+    if (m_in.size() >= n) return true;
+    fail("truncated cache frame");
+    return false;
   }
   std::string_view m_in;
+  std::string m_error;
 };
 
 // The frames' checksum: FNV-1a's xor-and-multiply over 8 bytes at a time (a byte at a time it
@@ -123,12 +143,7 @@ runner::Watch get_watch(Reader& in, std::size_t limit) {
   watch.nvml = in.pod<std::uint8_t>() != 0;
   watch.reason = in.str();
   watch.interval_ms = in.pod<double>();
-  auto count = [&](const char* what) {
-    auto n = in.pod<std::uint32_t>();
-    if (n > limit) throw std::runtime_error(std::string("bad ") + what + " count in cache frame");
-    return n;
-  };
-  for (auto n = count("GPU"); n > 0; --n) {
+  for (auto n = in.count(limit, "GPU"); n > 0; --n) {
     runner::GpuWatch g;
     g.index = in.pod<std::uint32_t>();
     g.uuid = in.str();
@@ -145,7 +160,7 @@ runner::Watch get_watch(Reader& in, std::size_t limit) {
       }
     for (auto* v : {&g.busy_sm_clock_mhz, &g.busy_mem_clock_mhz, &g.busy_power_w, &g.busy_gpu_util_pct})
       if (in.pod<std::uint8_t>()) *v = in.pod<double>();
-    for (auto t = count("throttle"); t > 0; --t) g.throttle.push_back(in.str());
+    for (auto t = in.count(limit, "throttle"); t > 0; --t) g.throttle.push_back(in.str());
     watch.gpus.push_back(std::move(g));
   }
   return watch;
@@ -234,7 +249,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
 
 std::pair<std::string, Record> decode_frame(std::string_view payload, Part part) {
   Record r;
-  std::string oid(decode_frame(payload, r, part));
+  std::string oid(try_decode_frame(payload, r, part).value_or_throw());
   return {std::move(oid), std::move(r)};
 }
 
@@ -248,17 +263,18 @@ std::optional<std::string_view> HeaderView::value(std::string_view axis) const {
   return std::nullopt;
 }
 
-std::string_view decode_header(std::string_view payload, HeaderView& h) {
+Expected<std::string_view> try_decode_header(std::string_view payload, HeaderView& h) {
   Reader in(payload);
   std::string_view oid = in.view();
   auto header_sum = in.pod<std::uint32_t>();
   auto header = in.view();
-  if (checksum(header) != header_sum) throw std::runtime_error("bad header checksum in cache frame");
+  if (!in.error().empty()) return Failure(in.error());
+  if (checksum(header) != header_sum) return Failure("bad header checksum in cache frame");
   Reader r(header);
   h.experiment = r.view();
   h.run = r.pod<std::int32_t>();
   h.id = r.view();
-  h.cell_size = r.pod<std::uint32_t>();
+  h.cell_size = r.count(header.size(), "cell");
   std::string_view rest = r.rest();
   for (auto n = h.cell_size; n > 0; --n) {
     r.view();
@@ -266,7 +282,7 @@ std::string_view decode_header(std::string_view payload, HeaderView& h) {
   }
   h.cell = rest.substr(0, rest.size() - r.rest().size());
   auto outcome = r.pod<std::uint8_t>();
-  if (outcome > 2) throw std::runtime_error("bad outcome in cache frame");
+  if (outcome > 2) r.fail("bad outcome in cache frame");
   h.outcome = static_cast<runner::Outcome>(outcome);
   h.commit = r.view();
   h.dirty = r.pod<std::uint8_t>();
@@ -275,14 +291,21 @@ std::string_view decode_header(std::string_view payload, HeaderView& h) {
   h.recipe = r.view();
   h.revision = r.view();
   h.command_s = r.pod<double>();
-  if (!r.done()) throw std::runtime_error("trailing bytes in a cache frame's header");
+  if (!r.error().empty()) return Failure(r.error());
+  if (!r.done()) return Failure("trailing bytes in a cache frame's header");
   return oid;
 }
 
-std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
+std::string_view decode_header(std::string_view payload, HeaderView& h) {
+  return try_decode_header(payload, h).value_or_throw();
+}
+
+Expected<std::string_view> try_decode_frame(std::string_view payload, Record& r, Part part) {
   // The whole frame's checksum is checked by RecordCache::get; the header's always, here.
   HeaderView h;
-  std::string_view oid = decode_header(payload, h);
+  auto decoded = try_decode_header(payload, h);
+  if (!decoded) return decoded;
+  std::string_view oid = decoded.value();
   r.experiment = h.experiment;
   r.run = h.run;
   r.data.id = h.id;
@@ -306,14 +329,13 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   in.pod<std::uint32_t>();
   in.view();
   r.data.reason = in.str();
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+  for (auto n = in.count(payload.size(), "metric"); n > 0; --n) {
     auto& s = r.data.samples[in.str()];
-    auto count = in.pod<std::uint32_t>();
-    if (count > payload.size()) throw std::runtime_error("bad sample count in cache frame");
+    auto count = in.count(payload.size(), "sample");
     s.reserve(count);
     for (std::uint32_t i = 0; i < count; ++i) s.push_back(in.pod<double>());
   }
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+  for (auto n = in.count(payload.size(), "gate"); n > 0; --n) {
     gates::GateResult g;
     g.expression = in.str();
     g.metric = in.str();
@@ -327,17 +349,21 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
   }
   r.env.host = in.str();
   r.env.driver = in.str();
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+  for (auto n = in.count(payload.size(), "GPU"); n > 0; --n) {
     runner::Gpu g;
     g.name = in.str();
     r.env.gpus.push_back(std::move(g));
   }
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
+  for (auto n = in.count(payload.size(), "artifact"); n > 0; --n) {
     Artifact a;
     a.path = in.str();
     a.sha256 = in.str();
     a.bytes = in.pod<std::uint64_t>();
-    if (auto cuda = in.view(); !cuda.empty()) a.cuda = parse_cuda_facts(cuda);
+    if (auto cuda = in.view(); !cuda.empty()) {
+      auto facts = parse_cuda_facts(cuda);
+      if (facts) a.cuda = std::move(facts).value();
+      else in.fail("bad cuda facts in cache frame: " + facts.error());
+    }
     r.artifacts.push_back(std::move(a));
   }
   if (in.pod<std::uint8_t>()) {
@@ -350,16 +376,13 @@ std::string_view decode_frame(std::string_view payload, Record& r, Part part) {
     s.sequential = in.pod<std::uint8_t>() != 0;
     r.data.schedule = std::move(s);
   }
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
-    if (n > payload.size()) throw std::runtime_error("bad throttle count in cache frame");
-    r.data.throttled.ensure().push_back(in.str());
-  }
-  for (auto n = in.pod<std::uint32_t>(); n > 0; --n) {
-    if (n > payload.size()) throw std::runtime_error("bad invocation count in cache frame");
+  for (auto n = in.count(payload.size(), "throttle"); n > 0; --n) r.data.throttled.ensure().push_back(in.str());
+  for (auto n = in.count(payload.size(), "invocation"); n > 0; --n) {
     auto& inv = r.data.invocations.emplace_back();
     if (in.pod<std::uint8_t>()) inv.watch = get_watch(in, payload.size());
   }
-  if (!in.done()) throw std::runtime_error("trailing bytes in cache frame");
+  if (!in.error().empty()) return Failure(in.error());
+  if (!in.done()) return Failure("trailing bytes in cache frame");
   return oid;
 }
 
@@ -416,11 +439,9 @@ RecordCache::RecordCache(std::filesystem::path file) : m_file(std::move(file)) {
   // A torn tail (killed mid-append) would hide every later frame: the good frames are written
   // to a new file that replaces this one (never truncated in place: another process may map it).
   if (pos != data.size()) {
-    try {
-      util::write_file_atomic(m_file, data.substr(0, pos), util::Durability::ordinary);
-    } catch (const std::exception&) {
-      // The cache is only a copy of the records: the torn tail stays, and is skipped again.
-    }
+    // The cache is only a copy of the records: if this fails, the torn tail stays, and is skipped
+    // again next time.
+    (void)util::try_write_file_atomic(m_file, data.substr(0, pos), util::Durability::ordinary);
   }
 }
 
@@ -443,11 +464,8 @@ bool RecordCache::get(std::string_view oid, Part part, Record& into) const {
   // The header has its own checksum (checked by decode_frame): a header read hashes ~100 bytes,
   // not the whole frame.
   if (part == Part::all && checksum(payload) != sum) return false;
-  try {
-    if (decode_frame(payload, into, part) == oid) return true;
-  } catch (const std::exception&) {
-    // A bad frame is a cache miss: the record is read from git instead.
-  }
+  // A bad frame is a cache miss: the record is read from git instead.
+  if (auto decoded = try_decode_frame(payload, into, part); decoded && decoded.value() == oid) return true;
   into = Record{};  // half-decoded: the caller parses the record instead
   return false;
 }
@@ -456,11 +474,9 @@ std::optional<HeaderView> RecordCache::header(std::string_view oid) const {
   const Slot* slot = find(oid);
   if (!slot) return std::nullopt;
   HeaderView h;
-  try {
-    if (decode_header(std::string_view(slot->frame.data, slot->frame.size), h) == oid) return h;
-  } catch (const std::exception&) {
-    // A bad frame is a cache miss: the record is read from git instead.
-  }
+  // A bad frame is a cache miss: the record is read from git instead.
+  auto decoded = try_decode_header(std::string_view(slot->frame.data, slot->frame.size), h);
+  if (decoded && decoded.value() == oid) return h;
   return std::nullopt;
 }
 
@@ -519,6 +535,8 @@ void RecordCache::put(std::string_view oid, Span frame) {
 
 void RecordCache::save() noexcept {
   if (m_saved == m_added.size()) return;
+  // Saving the cache is best effort: the records are in git, and a later read adds them again.
+  // The system calls fail with return codes; only building the appended bytes can throw.
   try {
     std::error_code ec;
     std::filesystem::create_directories(m_file.parent_path(), ec);
@@ -532,8 +550,8 @@ void RecordCache::save() noexcept {
     [[maybe_unused]] auto n = ::write(fd, out.data(), out.size());
     ::close(fd);
     m_saved = m_added.size();
-  } catch (const std::exception&) {
-    // Saving the cache is best effort: the records are in git, and a later read adds them again.
+  } catch (const std::bad_alloc&) {
+    // No memory for the append: it is left to a later save (see above), which costs speed only.
   }
 }
 

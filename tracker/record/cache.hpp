@@ -98,13 +98,15 @@ class RecordCache {
 
 // The fields a document, status and comparisons use, as one binary frame, and back (the
 // header alone for Part::header: its own checksum lets it be read without the rest).
-// decode_frame throws std::runtime_error on malformed input.
+// decode_frame throws Error on malformed input.
 std::string encode_frame(std::string_view oid, const Record& r);
 std::pair<std::string, Record> decode_frame(std::string_view payload, Part part = Part::all);
-// The same into `r` (default-constructed); returns the blob id, a view into `payload`.
-std::string_view decode_frame(std::string_view payload, Record& r, Part part = Part::all);
-// A frame's header (checksum checked) as views into `payload`; returns the blob id. Throws
-// std::runtime_error on malformed input.
+// The same into `r` (default-constructed); the blob id, a view into `payload`, or why the frame
+// is malformed (`r` is then half-decoded).
+Expected<std::string_view> try_decode_frame(std::string_view payload, Record& r, Part part = Part::all);
+// A frame's header (checksum checked) as views into `payload`; the blob id, or why the frame is
+// malformed. decode_header throws that failure as an Error.
+Expected<std::string_view> try_decode_header(std::string_view payload, HeaderView& h);
 std::string_view decode_header(std::string_view payload, HeaderView& h);
 
 }  // namespace abtrack::record

@@ -391,10 +391,15 @@ runner::Profile profile_of(const ojson& j) {
 
 std::string cuda_facts_to_json(const runner::CudaFacts& f) { return cuda_json(f).dump(); }
 
-std::optional<runner::CudaFacts> parse_cuda_facts(std::string_view text) {
+Expected<runner::CudaFacts> parse_cuda_facts(std::string_view text) {
   auto j = ojson::parse(text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  return cuda_of(j);
+  if (!j.is_object()) return Failure("not a JSON object");
+  // nlohmann reports a mistyped field only by throwing.
+  try {
+    return cuda_of(j);
+  } catch (const ojson::exception& e) {
+    return Failure(e.what());
+  }
 }
 
 std::string build_to_json(const Build& b) { return build_json(b).dump(2) + "\n"; }

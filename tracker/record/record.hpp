@@ -12,6 +12,7 @@
 #include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "stats/compare.hpp"
+#include "util/expected.hpp"
 #include "util/heap_optional.hpp"
 
 namespace abtrack::record {
@@ -94,9 +95,9 @@ struct Artifact {
   std::optional<runner::CudaFacts> cuda;  // its compiled-code facts; unset when missing (or older records)
 };
 
-// An artifact's `cuda` object as the record writes it, and back (nullopt for anything else).
+// An artifact's `cuda` object as the record writes it, and back (or why `json` is not one).
 std::string cuda_facts_to_json(const runner::CudaFacts& f);
-std::optional<runner::CudaFacts> parse_cuda_facts(std::string_view json);
+Expected<runner::CudaFacts> parse_cuda_facts(std::string_view json);
 
 struct Record {
   std::string experiment;

@@ -14,6 +14,7 @@
 #include "util/error.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
+#include "util/regex.hpp"
 #include "util/text.hpp"
 
 namespace abtrack::runner {
@@ -81,11 +82,8 @@ CudaFacts compute(const std::filesystem::path& file, std::string_view bytes, con
       metrics::merge_facts(metrics::parse_res_usage(usage.out), sass, build_log_shown.empty() ? nullptr : &log);
   std::optional<std::regex> keep;
   if (!kernel.empty()) {
-    try {
-      keep.emplace(kernel, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      // The plan's loader has checked the regex; were it bad, every kernel is kept.
-    }
+    // The plan's loader has checked the regex; were it bad, every kernel is kept.
+    if (auto re = util::compile_regex(kernel)) keep = std::move(re).value();
   }
   for (auto& k : kernels) {
     if (keep && !std::regex_search(k.name, *keep) && !std::regex_search(demangle(k.name), *keep)) {
@@ -117,11 +115,9 @@ CudaFacts cuda_facts(const std::filesystem::path& file, std::string_view bytes, 
   if (!build_log_shown.empty()) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(build_log, ec)) {
-      try {
-        log_text = util::read_file(build_log);
-      } catch (const Error& e) {
-        log_error = fmt::format("build log {} cannot be read: {}", build_log_shown, e.what());
-      }
+      auto read = util::try_read_file(build_log);
+      if (read) log_text = std::move(read).value();
+      else log_error = fmt::format("build log {} cannot be read: {}", build_log_shown, read.error());
     } else {
       log_error = fmt::format("build log {} not found", build_log_shown);
     }

@@ -94,15 +94,8 @@ CliResult call(const std::vector<std::string>& argv) {
   return r;
 }
 
-std::string read_or_empty(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::exists(p, ec)) return {};
-  try {
-    return util::read_file(p);
-  } catch (const Error&) {
-    return {};
-  }
-}
+// A file that may not be there yet (a task's result, the job id): missing or unreadable is empty.
+std::string read_or_empty(const fs::path& p) { return util::try_read_file(p).value_or({}); }
 
 json pairs_json(const std::vector<std::pair<std::string, std::string>>& v) {
   json a = json::array();
@@ -116,8 +109,7 @@ std::vector<std::pair<std::string, std::string>> pairs_of(const json& a) {
   return v;
 }
 
-Submission parse_submission(const fs::path& dir) {
-  auto j = json::parse(util::read_file(dir / "manifest.json"));
+Submission submission_of(const fs::path& dir, const json& j) {
   Submission s;
   s.dir = dir;
   s.experiment = j.at("experiment").get<std::string>();
@@ -138,6 +130,18 @@ Submission parse_submission(const fs::path& dir) {
   }
   s.job_id = std::string(util::trim(read_or_empty(dir / "job_id")));
   return s;
+}
+
+// The submission in `dir`, or why its manifest cannot be read (a folder may be half-made).
+Expected<Submission> read_submission(const fs::path& dir) {
+  auto text = util::try_read_file(dir / "manifest.json");
+  if (!text) return text.failure();
+  // nlohmann reports malformed JSON and a missing or mistyped field only by throwing.
+  try {
+    return submission_of(dir, json::parse(text.value()));
+  } catch (const json::exception& e) {
+    return Failure(e.what());
+  }
 }
 
 fs::path result_path(const Submission& s, int index) { return s.dir / fmt::format("result-{}.json", index); }
@@ -283,12 +287,9 @@ std::vector<Submission> outstanding(const fs::path& base, const std::string& exp
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(base, ec)) {
     if (!e.is_directory(ec) || fs::exists(e.path() / "done", ec) || !fs::exists(e.path() / "job_id", ec)) continue;
-    try {
-      auto s = parse_submission(e.path());
-      if (s.experiment == experiment && !s.job_id.empty()) out.push_back(std::move(s));
-    } catch (const std::exception&) {
-      // A half-made folder of a submission that never reached sbatch.
-    }
+    auto s = read_submission(e.path());
+    if (!s) continue;  // a half-made folder of a submission that never reached sbatch
+    if (s.value().experiment == experiment && !s.value().job_id.empty()) out.push_back(std::move(s).value());
   }
   std::sort(out.begin(), out.end(), [](const Submission& a, const Submission& b) { return a.dir < b.dir; });
   return out;
@@ -445,12 +446,10 @@ void cancel(const Submission& s) {
 }
 
 int run_task(const fs::path& dir, int index, const std::string& environment_json) {
-  Submission s;
-  try {
-    s = parse_submission(dir);
-  } catch (const std::exception& e) {
-    throw Error(Exit::environment, fmt::format("cannot read {}: {}", (dir / "manifest.json").string(), e.what()));
-  }
+  auto read = read_submission(dir);
+  if (!read)
+    throw Error(Exit::environment, fmt::format("cannot read {}: {}", (dir / "manifest.json").string(), read.error()));
+  const Submission s = std::move(read).value();
   auto t = std::find_if(s.tasks.begin(), s.tasks.end(), [&](const Task& x) { return x.index == index; });
   if (t == s.tasks.end())
     throw Error(Exit::environment, fmt::format("{} has no task {}", (dir / "manifest.json").string(), index));
@@ -464,12 +463,13 @@ int run_task(const fs::path& dir, int index, const std::string& environment_json
     spec.env = t->env;
     spec.timeout_s = t->timeout_s;
     spec.capture_limit = kStdoutBytes;
+    auto ran = util::try_run_process(spec);
     util::ProcessResult r;
-    try {
-      r = util::run_process(spec);
-    } catch (const Error& e) {
+    if (ran) {
+      r = std::move(ran).value();
+    } else {  // /bin/sh could not start: the invocation fails with the shell's 127 and says why
       r.exit_code = 127;
-      r.err = e.what();
+      r.err = ran.error();
     }
     json inv{{"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
              {"signal", r.signal ? json(*r.signal) : json(nullptr)},

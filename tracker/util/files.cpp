@@ -17,11 +17,11 @@
 namespace abtrack::util {
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path) {
+Expected<std::string> try_read_file(const fs::path& path) {
   // Whole reads, not an istreambuf_iterator's character at a time: the record cache of a long
   // history is hundreds of KB and is read by every command.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
+  if (fd < 0) return Failure{fmt::format("cannot read {}: {}", path.string(), std::strerror(errno))};
   struct stat st {};
   std::string data;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) data.reserve(static_cast<std::size_t>(st.st_size));
@@ -32,7 +32,7 @@ std::string read_file(const fs::path& path) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      throw Error(Exit::environment, fmt::format("cannot read {}: {}", path.string(), std::strerror(err)));
+      return Failure{fmt::format("cannot read {}: {}", path.string(), std::strerror(err))};
     }
     if (n == 0) break;
     data.append(buf, static_cast<std::size_t>(n));
@@ -40,6 +40,8 @@ std::string read_file(const fs::path& path) {
   ::close(fd);
   return data;
 }
+
+std::string read_file(const fs::path& path) { return try_read_file(path).value_or_throw(); }
 
 namespace {
 // The write loop of write_all and write_all_at: `put(p, n, done)` writes up to n bytes.
@@ -79,7 +81,7 @@ bool is_atomic_temp(std::string_view path) {
   return !digits.empty() && digits.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
-void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
+Expected<> try_write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -88,24 +90,29 @@ void write_file_atomic(const fs::path& path, std::string_view content, Durabilit
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) throw Error(Exit::environment, fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+  if (fd < 0) return Failure{fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno))};
   if (int err = write_all(fd, content); err != 0) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    return Failure{fmt::format("cannot write {}: {}", path.string(), std::strerror(err))};
   }
   // The umask may have narrowed the mode of a new file; an existing file keeps its own.
   ::fchmod(fd, mode);
   if ((durability == Durability::durable && ::fsync(fd) != 0) || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw Error(Exit::environment, fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    return Failure{fmt::format("cannot write {}: {}", path.string(), std::strerror(err))};
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw Error(Exit::environment, fmt::format("cannot replace {}: {}", path.string(), std::strerror(err)));
+    return Failure{fmt::format("cannot replace {}: {}", path.string(), std::strerror(err))};
   }
+  return {};
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content, Durability durability) {
+  try_write_file_atomic(path, content, durability).value_or_throw();
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -5,9 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "util/expected.hpp"
+
 namespace abtrack::util {
 
-// Reads a whole file. Throws Error(environment) naming the path when it cannot be read.
+// Reads a whole file, or says why it cannot ("cannot read PATH: REASON", Exit::environment).
+Expected<std::string> try_read_file(const std::filesystem::path& path);
+// The same, throwing that failure as an Error.
 std::string read_file(const std::filesystem::path& path);
 
 // Writes all of `data` to the open descriptor `fd` (retrying short writes and EINTR). Returns 0,
@@ -45,7 +49,10 @@ enum class Durability {
 
 // Writes `content` to `path` atomically: a temp file in the same folder, rename. A reader
 // sees the old or the new content, never a half-written file. Creates missing parent
-// folders. Keeps the mode of an existing file. Throws Error(environment).
+// folders. Keeps the mode of an existing file. Fails with Exit::environment and a message
+// naming the path; write_file_atomic throws that failure as an Error.
+Expected<> try_write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                                 Durability durability = Durability::durable);
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        Durability durability = Durability::durable);
 

@@ -118,7 +118,7 @@ namespace {
 
 // Starts `/bin/sh -c COMMAND` in its own process group, stdin /dev/null, stdout and stderr on the
 // given pipe ends, the signals abtrack handles back at their defaults.
-pid_t spawn_shell(const ProcessSpec& spec, int out_w, int err_w) {
+Expected<pid_t> spawn_shell(const ProcessSpec& spec, int out_w, int err_w) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -151,7 +151,7 @@ pid_t spawn_shell(const ProcessSpec& spec, int out_w, int err_w) {
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     std::string where = spec.workdir.empty() ? "" : fmt::format(" in {}", spec.workdir.string());
-    throw Error(Exit::environment, fmt::format("cannot start /bin/sh{}: {}", where, std::strerror(rc)));
+    return Failure(fmt::format("cannot start /bin/sh{}: {}", where, std::strerror(rc)));
   }
   return pid;
 }
@@ -238,18 +238,18 @@ void supervise(const ProcessSpec& spec, Child& child, int out_r, int err_r, Capt
 
 }  // namespace
 
-ProcessResult run_process(const ProcessSpec& spec) {
+Expected<ProcessResult> try_run_process(const ProcessSpec& spec) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Failure(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw Error(Exit::environment, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Failure(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   Child child;
   child.t0 = Clock::now();
-  child.pid = spawn_shell(spec, out_w.get(), err_w.get());
+  auto pid = spawn_shell(spec, out_w.get(), err_w.get());
+  if (!pid) return pid.failure();
+  child.pid = pid.value();
   out_w.reset();
   err_w.reset();
   if (spec.on_start) spec.on_start(child.pid);
@@ -279,5 +279,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   result.err_bytes = err.total;
   return result;
 }
+
+ProcessResult run_process(const ProcessSpec& spec) { return try_run_process(spec).value_or_throw(); }
 
 }  // namespace abtrack::util

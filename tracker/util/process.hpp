@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/expected.hpp"
+
 namespace abtrack::util {
 
 // Receives a command's output as it is read: `stream` 1 (stdout) or 2 (stderr) and the bytes;
@@ -45,7 +47,9 @@ struct ProcessResult {
 // Runs the command to completion (or timeout / interrupt) and returns what happened. The
 // command's stdin is /dev/null; it runs in a new process group, and whatever is left of that
 // group when the shell exits is killed, so no background child outlives the run.
-// Throws Error(environment) only when the process cannot be started at all.
+// Fails (Exit::environment) only when the process cannot be started at all.
+Expected<ProcessResult> try_run_process(const ProcessSpec& spec);
+// The same, throwing that failure as an Error.
 ProcessResult run_process(const ProcessSpec& spec);
 
 // Installs SIGINT/SIGTERM handlers that make run_process stop the running command's group
