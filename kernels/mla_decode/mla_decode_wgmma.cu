@@ -53,47 +53,27 @@ using namespace dev;
 constexpr int kTile = 64;                     // tokens per tile: wgmma's M
 constexpr int kMathThreads = 256;             // two warpgroups: conversion, wgmma, softmax
 constexpr int kThreads = kMathThreads + 128;  // and a third warpgroup: the gathers
-// Producer warps (-DABTRACK_WGMMA_PRODUCERS=1|2 for comparison: 1 warp was 1.5 us slower at B=64 h=32)
-#ifndef ABTRACK_WGMMA_PRODUCERS
-#define ABTRACK_WGMMA_PRODUCERS 4
-#endif
-// The softmax's rescaling check as a flag read after the barrier before O^T (-DABTRACK_WGMMA_VOTE=0:
-// the column maxima reduced and O^T scaled at every tile, for comparison).
-#ifndef ABTRACK_WGMMA_VOTE
-#define ABTRACK_WGMMA_VOTE 1
-#endif
-// k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
-// write instead of the math warps, while those swap partials and run the softmax (0: the math
-// warps write all of it; needed with fewer than 4 producer warps). 1 is fastest: the softmax
-// (no vote barrier) leaves a short window beside the producers' conversion, and more k-steps
-// make the producers hold up O^T. Side by side at B=64 h=32: 4 k-steps 46.08 us, 3 45.58,
-// 2 45.20 / 45.10, 1 44.90, 0 45.70.
-// With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
-// refill the only slot after converting, and the gather would wait (66 against 53 us).
-#ifndef ABTRACK_WGMMA_PRODUCER_KS
-#define ABTRACK_WGMMA_PRODUCER_KS 1
-#endif
-constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
-static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
-constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;           // warps of the third warpgroup issuing the gathers
+// The third warpgroup's four warps all issue gathers, 16 rows of a tile each (with one producer
+// warp the kernel was 1.5 us slower at B=64 h=32).
+constexpr int kProducers = 4;
 constexpr int kRowsPerProducer = kTile / kProducers;          // rows of a tile each of them copies
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
-static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
-static_assert(kProducerKs == 0 || kProducers == 4,
-              "the producer conversion mirrors the 4 math warps of a warpgroup (-DABTRACK_WGMMA_PRODUCER_KS=0)");
+// k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
+// write instead of the math warps, while those swap partials and run the softmax. 1 is fastest:
+// the softmax leaves a short window beside the producers' conversion, and more k-steps make the
+// producers hold up O^T. Side by side at B=64 h=32: 4 k-steps 46.08 us, 3 45.58, 2 45.20 / 45.10,
+// 1 44.90, 0 45.70.
+// With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
+// refill the only slot after converting, and the gather would wait (66 against 53 us).
+constexpr int kProducerKs = 1;
 // Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
 // K fragments (72) at once; the producer's warpgroup needs fewer. setmaxnreg only moves registers
 // between the CTA's warps: 2 x 128 x 224 + 128 x 56 = 64,512 = 384 x 168, what the CTA is launched
-// with (more, and setmaxnreg.inc waits forever: the kernel hangs).
-// -DABTRACK_WGMMA_MATH_REGS=232 leaves the producers 40 (with the producers converting 4
-// k-steps, 0.1-0.3 us slower than 224 / 56 at every shape measured).
-#ifndef ABTRACK_WGMMA_MATH_REGS
-#define ABTRACK_WGMMA_MATH_REGS 224
-#endif
-
-// Without the producer conversion: 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
+// with (more, and setmaxnreg.inc waits forever: the kernel hangs). With the producer conversion
+// 224 / 56 (232 / 40 was 0.1-0.3 us slower at every shape measured, with 4 producer k-steps);
+// without it 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
 template <int kPks>
-constexpr int kMathRegs = kPks > 0 ? ABTRACK_WGMMA_MATH_REGS : 232;
+constexpr int kMathRegs = kPks > 0 ? 224 : 232;
 template <int kPks>
 constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs<kPks>) / 128;
 static_assert(kProducerRegs<kProducerKs> >= 24 && kProducerRegs<kProducerKs> % 8 == 0 &&
@@ -528,10 +508,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
   if (wg == 2) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
     const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
-    if (pw >= kProducers) {
-      if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
-      return;
-    }
     constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
     const bool active = lane < kRowsPerProducer;
     // Tile i's rows into ring slot `slot`.
@@ -854,7 +830,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       if (kPks > 0)
         named_sync(kBarVReady, kThreads);       // P, the flag and the f16 tile complete (the producers' k-steps too)
       else named_sync(kBarMath, kMathThreads);  // P, the flag and the f16 tile complete
-      rescale_any = !ABTRACK_WGMMA_VOTE || flag_s[it & 1] != 0;
+      rescale_any = flag_s[it & 1] != 0;
       if (rescale_any) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {

@@ -6,7 +6,7 @@
 # kernel side by side. The wgmma kernel is built with per-phase clock64 sums too
 # (-DABTRACK_WGMMA_PHASES: CTA 0's, printed when the outputs are downloaded). Diagnostic only:
 # the patched outputs are wrong by design (check fails).
-# DIAG_FLAGS adds nvcc flags (e.g. DIAG_FLAGS=-DABTRACK_WGMMA_PRODUCERS=4).
+# DIAG_FLAGS adds nvcc flags (e.g. DIAG_FLAGS=-Xptxas=-v).
 # Usage (repository root, GPU machine):
 #   bash kernels/mla_decode/tools/diag.sh ["--warps 8 --tile 32 --stages 2"]
 #   bash kernels/mla_decode/tools/diag.sh "--math wgmma --warps 8 --tile 64 --stages 2"
