@@ -35,9 +35,9 @@ patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows"
 # The wgmma kernel: the producer warps announce empty copies; the math warps hand each slot back
 # at once (and, with the producer conversion, pass its two barriers; the producers still convert
 # their k-steps of the V tile, so "gathers alone" includes that conversion).
-patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageBytes;\n",
-      "      std::uint8_t* dst = ring + slot * kStageBytes;\n      if (p.debug_mode == 2 && i >= stages) {\n"
-      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        return;\n      }\n")
+patch("mla_decode_wgmma.cu", "  std::uint8_t* dst = ring + slot * kStageBytes;\n",
+      "  std::uint8_t* dst = ring + slot * kStageBytes;\n  if (p.debug_mode == 2 && i >= p.stages) {\n"
+      "    if (lane == 0) mbar_expect(&full_s[slot], 0);\n    return;\n  }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
       "      if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n"
