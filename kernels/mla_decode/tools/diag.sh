@@ -28,10 +28,10 @@ patch("cuda_runner.cu", "  p.scale_log2 = d.scale_log2;",
       "  p.scale_log2 = d.scale_log2;")
 patch("cuda_runner.cu", '#include "mla_decode_kernels.cuh"', '#include "mla_decode_kernels.cuh"\n#include <cstdlib>')
 # The mma.sync/FMA kernels: the compute warps issue the gathers.
-patch("mla_decode_kernels.cu", "  auto issue = [&](int tile, int slot) {\n",
-      "  auto issue = [&](int tile, int slot) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
-patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows",
-      "    if (p.debug_mode == 1) continue;\n    // S = Q K^T straight from the raw fp8 rows")
+patch("mla_decode_kernels.cu", "  std::uint8_t* dst = raw_s + slot * (T * kTokenBytes) + lane * 16;\n",
+      "  if (p.debug_mode == 2 && tile >= p.stages) return;\n  std::uint8_t* dst = raw_s + slot * (T * kTokenBytes) + lane * 16;\n")
+patch("mla_decode_kernels.cu", "    scores<W, T, kFma, kBits>(",
+      "    if (p.debug_mode == 1) continue;\n    scores<W, T, kFma, kBits>(")
 # The wgmma kernel: the producer warps announce empty copies; the math warps hand each slot back
 # at once (and, with the producer conversion, pass its two barriers; the producers still convert
 # their k-steps of the V tile, so "gathers alone" includes that conversion).
