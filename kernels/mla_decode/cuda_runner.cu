@@ -2,10 +2,6 @@
 
 #include "cuda_check.cuh"
 #include "mla_decode_kernels.cuh"
-
-#ifndef ABTRACK_WGMMA_CLUSTER
-#define ABTRACK_WGMMA_CLUSTER 1  // 0: the wgmma kernel's splits always combined by the last CTA
-#endif
 #include "splits.hpp"
 
 #include <algorithm>
@@ -245,7 +241,7 @@ LaunchPlan CudaDecoder::plan(const CudaConfig& config) {
     return lp;
   }
   const bool pow2 = (lp.splits & (lp.splits - 1)) == 0;
-  if (ABTRACK_WGMMA_CLUSTER && config.math == Math::wgmma && lp.splits >= 2 && lp.splits <= 8 && pow2) {
+  if (config.math == Math::wgmma && lp.splits >= 2 && lp.splits <= 8 && pow2) {
     // The splits of a row and head block as one cluster, combined through distributed shared
     // memory; only where clusters of that size keep as many CTAs resident as without them.
     cudaLaunchConfig_t cfg;

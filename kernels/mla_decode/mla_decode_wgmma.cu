@@ -53,47 +53,27 @@ using namespace dev;
 constexpr int kTile = 64;                     // tokens per tile: wgmma's M
 constexpr int kMathThreads = 256;             // two warpgroups: conversion, wgmma, softmax
 constexpr int kThreads = kMathThreads + 128;  // and a third warpgroup: the gathers
-// Producer warps (-DABTRACK_WGMMA_PRODUCERS=1|2 for comparison: 1 warp was 1.5 us slower at B=64 h=32)
-#ifndef ABTRACK_WGMMA_PRODUCERS
-#define ABTRACK_WGMMA_PRODUCERS 4
-#endif
-// The softmax's rescaling check as a flag read after the barrier before O^T (-DABTRACK_WGMMA_VOTE=0:
-// the column maxima reduced and O^T scaled at every tile, for comparison).
-#ifndef ABTRACK_WGMMA_VOTE
-#define ABTRACK_WGMMA_VOTE 1
-#endif
-// k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
-// write instead of the math warps, while those swap partials and run the softmax (0: the math
-// warps write all of it; needed with fewer than 4 producer warps). 1 is fastest: the softmax
-// (no vote barrier) leaves a short window beside the producers' conversion, and more k-steps
-// make the producers hold up O^T. Side by side at B=64 h=32: 4 k-steps 46.08 us, 3 45.58,
-// 2 45.20 / 45.10, 1 44.90, 0 45.70.
-// With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
-// refill the only slot after converting, and the gather would wait (66 against 53 us).
-#ifndef ABTRACK_WGMMA_PRODUCER_KS
-#define ABTRACK_WGMMA_PRODUCER_KS 1
-#endif
-constexpr int kProducerKs = ABTRACK_WGMMA_PRODUCER_KS;
-static_assert(kProducerKs >= 0 && kProducerKs <= 16, "0..16 k-steps");
-constexpr int kProducers = ABTRACK_WGMMA_PRODUCERS;           // warps of the third warpgroup issuing the gathers
+// The third warpgroup's four warps all issue gathers, 16 rows of a tile each (with one producer
+// warp the kernel was 1.5 us slower at B=64 h=32).
+constexpr int kProducers = 4;
 constexpr int kRowsPerProducer = kTile / kProducers;          // rows of a tile each of them copies
 constexpr int kRingThreads = kMathThreads + 32 * kProducers;  // the math warps and the producers
-static_assert(kProducers == 1 || kProducers == 2 || kProducers == 4, "1, 2 or 4 producer warps");
-static_assert(kProducerKs == 0 || kProducers == 4,
-              "the producer conversion mirrors the 4 math warps of a warpgroup (-DABTRACK_WGMMA_PRODUCER_KS=0)");
+// k-steps (of 16 per math warpgroup) of the f16 V tile that the producer warps convert and
+// write instead of the math warps, while those swap partials and run the softmax. 1 is fastest:
+// the softmax leaves a short window beside the producers' conversion, and more k-steps make the
+// producers hold up O^T. Side by side at B=64 h=32: 4 k-steps 46.08 us, 3 45.58, 2 45.20 / 45.10,
+// 1 44.90, 0 45.70.
+// With one stage the kernel is built without it (decode_kernel_wgmma): the producers would
+// refill the only slot after converting, and the gather would wait (66 against 53 us).
+constexpr int kProducerKs = 1;
 // Registers per thread (setmaxnreg): the math warpgroups hold O^T (64), S^T (16) and a tile's
 // K fragments (72) at once; the producer's warpgroup needs fewer. setmaxnreg only moves registers
 // between the CTA's warps: 2 x 128 x 224 + 128 x 56 = 64,512 = 384 x 168, what the CTA is launched
-// with (more, and setmaxnreg.inc waits forever: the kernel hangs).
-// -DABTRACK_WGMMA_MATH_REGS=232 leaves the producers 40 (with the producers converting 4
-// k-steps, 0.1-0.3 us slower than 224 / 56 at every shape measured).
-#ifndef ABTRACK_WGMMA_MATH_REGS
-#define ABTRACK_WGMMA_MATH_REGS 224
-#endif
-
-// Without the producer conversion: 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
+// with (more, and setmaxnreg.inc waits forever: the kernel hangs). With the producer conversion
+// 224 / 56 (232 / 40 was 0.1-0.3 us slower at every shape measured, with 4 producer k-steps);
+// without it 232 / 40 (1 us faster than 224 / 56 at B=64 h=32).
 template <int kPks>
-constexpr int kMathRegs = kPks > 0 ? ABTRACK_WGMMA_MATH_REGS : 232;
+constexpr int kMathRegs = kPks > 0 ? 224 : 232;
 template <int kPks>
 constexpr int kProducerRegs = (384 * 168 - 256 * kMathRegs<kPks>) / 128;
 static_assert(kProducerRegs<kProducerKs> >= 24 && kProducerRegs<kProducerKs> % 8 == 0 &&
@@ -297,10 +277,10 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ std::uint32_t stsm_kstep_addr(const std::uint8_t* d, int lane) {
   return smem_u32(d + ((lane >> 3) & 1) * 128 + (lane >> 4) * 1024 + (lane & 7) * 16);
 }
-
-// Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of
-// the tile loop, summed over tiles and printed by thread 0 of each warpgroup of CTA (0, 0, 0),
-// and every CTA's start, end and length.
+// Diagnostic build only (-DABTRACK_WGMMA_PHASES, tools/diag.sh): clock64 time per phase of the
+// tile loop, summed over tiles and written by thread 0 of each math warpgroup of CTA (0, 0, 0),
+// cycle stamps through the prologue and the epilogue, and every CTA's start, end and length
+// (print_wgmma_phases prints them). In other builds a Probe does nothing.
 #ifdef ABTRACK_WGMMA_PHASES
 __device__ long long g_wgmma_phases[2][9];  // (a printf in the kernel would serialize its wgmma)
 // Every CTA's start and end (%globaltimer, ns) and its length in its SM's cycles, by CTA index.
@@ -308,41 +288,57 @@ constexpr int kSpanCtas = 4096;
 __device__ unsigned long long g_cta_span[kSpanCtas][3];
 __device__ unsigned g_cta_count;
 // Cycles since the kernel started at points of the prologue and the epilogue, by thread 0 of
-// CTA (0, 0, 0) (see ABTRACK_STAMP's uses).
+// CTA (0, 0, 0) (see the uses of Probe::stamp).
 constexpr int kStamps = 18;
 __device__ long long g_stamps[kStamps];
-#define ABTRACK_PHASE(i)              \
-  {                                   \
-    const long long now_ = clock64(); \
-    phase_[i] += now_ - phase_t_;     \
-    phase_t_ = now_;                  \
+struct Probe {
+  long long phase[8];
+  long long t, clock0;
+  unsigned long long t0;
+  __device__ __forceinline__ Probe() {
+    for (int i = 0; i < 8; ++i) phase[i] = 0;
+    t = clock0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   }
-#define ABTRACK_STAMP_BY(k, thread)                                               \
-  do {                                                                            \
-    if (tid == (thread) && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) \
-      g_stamps[k] = clock64() - cta_clock0_;                                      \
-  } while (0)
-#define ABTRACK_STAMP(k) ABTRACK_STAMP_BY(k, 0)
-// The CTA's span into g_cta_span, by thread 0 where the kernel ends.
-#define ABTRACK_CTA_SPAN()                                                                  \
-  do {                                                                                      \
-    if (tid == 0) {                                                                         \
-      unsigned long long t1_;                                                               \
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1_));                               \
-      const unsigned cta_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); \
-      if (cta_ < kSpanCtas) {                                                               \
-        g_cta_span[cta_][0] = cta_t0_;                                                      \
-        g_cta_span[cta_][1] = t1_;                                                          \
-        g_cta_span[cta_][2] = static_cast<unsigned long long>(clock64() - cta_clock0_);     \
-        atomicMax(&g_cta_count, cta_ + 1);                                                  \
-      }                                                                                     \
-    }                                                                                       \
-  } while (0)
+  // The cycles since the last lap, to loop phase i.
+  __device__ __forceinline__ void lap(int i) {
+    const long long now = clock64();
+    phase[i] += now - t;
+    t = now;
+  }
+  // Stamp k: the cycles since the kernel started, by thread `thread` of CTA (0, 0, 0).
+  __device__ __forceinline__ void stamp(int k, int tid, int thread = 0) const {
+    if (tid == thread && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) g_stamps[k] = clock64() - clock0;
+  }
+  // The loop's phases of math warpgroup wg, by its first thread of CTA (0, 0, 0).
+  __device__ __forceinline__ void store_phases(int wg, int tid, int n_tiles) const {
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
+      for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase[i];
+      g_wgmma_phases[wg][8] = n_tiles;
+    }
+  }
+  // The CTA's span into g_cta_span, by thread 0 where the kernel ends.
+  __device__ __forceinline__ void cta_span(int tid) const {
+    if (tid == 0) {
+      unsigned long long t1;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+      const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+      if (cta < kSpanCtas) {
+        g_cta_span[cta][0] = t0;
+        g_cta_span[cta][1] = t1;
+        g_cta_span[cta][2] = static_cast<unsigned long long>(clock64() - clock0);
+        atomicMax(&g_cta_count, cta + 1);
+      }
+    }
+  }
+};
 #else
-#define ABTRACK_PHASE(i)
-#define ABTRACK_STAMP_BY(k, thread)
-#define ABTRACK_STAMP(k)
-#define ABTRACK_CTA_SPAN()
+struct Probe {
+  __device__ __forceinline__ void lap(int) {}
+  __device__ __forceinline__ void stamp(int, int, int = 0) const {}
+  __device__ __forceinline__ void store_phases(int, int, int) const {}
+  __device__ __forceinline__ void cta_span(int) const {}
+};
 #endif
 
 // The wgmma kernel's split partials (normalized O, bounded by the V values the f16 V tile holds)
@@ -425,209 +421,180 @@ __device__ void combine_if_last(const KernelParams& p, int b, int head0, float* 
   }
 }
 
-// kPks: kProducerKs, or 0 (one stage). kClusterSplits 2, 4 or 8: a build for launches in clusters
-// of that many splits, which combine through distributed shared memory, with the split count and
-// p.cluster folded in and the other epilogues gone (B=64 h=32: 47.60 -> 47.01 us with the cluster
-// folded in, then 46.83 -> 46.42 with the split count). kClusterSplits 0: the build for other
-// launches, p.cluster a run-time flag: built without the cluster path, those shapes ran 0.2-1.5 us
-// slower, so the general build keeps it.
-template <int kPks, int kClusterSplits>
-__global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
-  const bool clustered = kClusterSplits > 0 || p.cluster;
-#ifdef ABTRACK_WGMMA_PHASES
-  long long phase_[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  long long phase_t_ = clock64();
-  const long long cta_clock0_ = phase_t_;
-  unsigned long long cta_t0_;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(cta_t0_));
-#endif
-  extern __shared__ __align__(128) std::uint8_t smem[];
-  // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
-  // token row (t % 8) * 16: M-major A of O^T (M = positions, each 16 of them 8 even dims, then 8 odd).
-  std::uint8_t* kv_s = smem;
-  std::uint8_t* qn_s = kv_s + kKvBytes;                     // Q * c_h, f16: (db * 4 + head block) * 128, K-major
-  std::uint8_t* qr_s = qn_s + kQnBytes;                     // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
-  std::uint8_t* p_s = qr_s + kQrBytes;                      // P, f16: (token block * 4 + head block) * 128, K-major
-  float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][2][128][4] S^T partials
-  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
-  float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);      // [2][4 warps][16 heads]
-  float* alpha_s = red_s + 2 * 4 * 16;                                         // [32]
-  float* m_s = alpha_s + kHeads;                                               // [32]
-  float* l_s = m_s + kHeads;                                                   // [32]
-  float* qinv_s = l_s + kHeads;                                                // [32] 1 / c_h
-  std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);   // [2] ring slots landed
-  int* flag_s = reinterpret_cast<int*>(full_s + 2);         // [2] by tile parity: some column's maximum moved
-  float* peer_ml_s = reinterpret_cast<float*>(flag_s + 2);  // [8 ranks][m, l][32 heads]: the cluster's m and l
-  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(peer_ml_s + 8 * 2 * kHeads);
+// The kernel, phase by phase. decode_wgmma_impl (below) carves shared memory, runs the prologue,
+// hands the third warpgroup to `producer` and runs the tile loop and the epilogue in the two math
+// warpgroups; each phase is one __forceinline__ function, so the kernel compiles to the code of a
+// single body. Shared memory pointers are passed one by one (a struct of them gave ptxas slightly
+// different code), each phase taking the buffers it touches.
 
-  const int tid = threadIdx.x;
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
+// This thread's place: warpgroup wg (0, 1: the math; 2: the producers), its warp wl within it (the
+// accumulator rows 16 wl .. 16 wl + 15), and the fragment coordinates g (lane / 4), t4 (lane % 4).
+struct Thread {
+  int tid, warp, lane, wg, wl, g, t4;
+};
+__device__ __forceinline__ Thread this_thread() {
+  Thread t;
+  t.tid = threadIdx.x;
+  t.warp = t.tid >> 5;
+  t.lane = t.tid & 31;
   // The warpgroup, through a shuffle so that the compiler knows it is warp-uniform: the operand
   // descriptors derived from it then live in uniform registers (no R2UR moves before each wgmma).
-  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-  const int wl = warp & 3;  // warp within the warpgroup: accumulator rows 16 wl .. 16 wl + 15
-  const int g = lane >> 2;
-  const int t4 = lane & 3;
-  const auto [split, head0, b, t_first, n_tiles] = cta_work(p);
-  // Distributed shared memory may be written only once its CTA has started: every thread arrives
-  // here and waits (long after) before the first remote store (the m and l pushed at the end).
-  if (clustered) cluster_arrive_relaxed();
-  const int stages = p.stages;
+  t.wg = __shfl_sync(0xffffffffu, t.tid >> 7, 0);
+  t.wl = t.warp & 3;
+  t.g = t.lane >> 2;
+  t.t4 = t.lane & 3;
+  return t;
+}
 
-  // The math warps' Q rows (12 loads each, converted below) in flight with the index loads.
-  uint4 qc[4][3];
-  if (wg < 2) {
+// The split's j-th index (-1 past topk or past the split's tiles).
+__device__ __forceinline__ int split_index(const KernelParams& p, const CtaWork& work, int j) {
+  const int slot = work.t_first * kTile + j;
+  return j < work.n_tiles * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(work.b) * p.topk + slot])
+                                                   : -1;
+}
+
+// Prologue, math warps: their Q rows (12 loads each, converted later by q_row_scales and store_q),
+// issued first so that they are in flight with the index loads. Rows past `heads` are zero.
+__device__ __forceinline__ void load_q_rows(const KernelParams& p, const CtaWork& work, const Thread& th,
+                                            uint4 (&qc)[4][3]) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int h = warp * 4 + r;
-      const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(b) * p.heads + head0 + h) * kDimQk;
-      const bool real = head0 + h < p.heads;
-      const uint4 zero = make_uint4(0, 0, 0, 0);
-      qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane) : zero;
-      qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * lane + 1) : zero;
-      qc[r][2] = real && lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + lane) : zero;
+  for (int r = 0; r < 4; ++r) {
+    const int h = th.warp * 4 + r;
+    const __nv_bfloat16* q = p.q + (static_cast<std::size_t>(work.b) * p.heads + work.head0 + h) * kDimQk;
+    const bool real = work.head0 + h < p.heads;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    qc[r][0] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * th.lane) : zero;
+    qc[r][1] = real ? __ldg(reinterpret_cast<const uint4*>(q) + 2 * th.lane + 1) : zero;
+    qc[r][2] = real && th.lane < 8 ? __ldg(reinterpret_cast<const uint4*>(q + kDimV) + th.lane) : zero;
+  }
+}
+
+// Prologue, math warps: the split's indices (-1 past topk) in shared memory, four loads in flight
+// per thread. The producers do not wait for them (a block-wide barrier here cost 0.56 us at B=16,
+// 0.1 at B=64): they load the indices of their first `stages` tiles themselves and issue those
+// tiles at once; idx_s is filled before the math warps arrive at the barriers that precede the
+// producers' later tiles (kBarEmpty, kBarVFree).
+__device__ __forceinline__ void store_indices(const KernelParams& p, std::int32_t* idx_s, const CtaWork& work,
+                                              int tid) {
+  for (int j0 = tid; j0 < work.n_tiles * kTile; j0 += 4 * kMathThreads) {
+    int v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = split_index(p, work, j0 + u * kMathThreads);
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (j0 + u * kMathThreads < work.n_tiles * kTile) idx_s[j0 + u * kMathThreads] = v[u];
+  }
+}
+
+// Prologue, producers: the ring's mbarriers, by the first producer thread, seen by the third
+// warpgroup at once and by the math warps before their first wait (kBarInit).
+__device__ __forceinline__ void init_ring(std::uint64_t* full_s, int stages, int tid) {
+  if (tid == kMathThreads)
+    for (int s = 0; s < stages; ++s) mbar_init(&full_s[s], kProducers);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  named_sync(kBarProd, 128);
+  named_arrive(kBarInit, kThreads);
+}
+
+// Producer warp pw: its 16 rows of tile i into ring slot `slot`. Lane l < 16 takes row 16 pw + l:
+// one 656-byte bulk copy if its index is valid, which completes the slot's mbarrier; an invalid
+// row (-1) is zero-filled by plain stores before the arrival that announces the valid bytes.
+__device__ __forceinline__ void issue_tile(const KernelParams& p, std::uint8_t* ring, const std::int32_t* idx_s,
+                                           std::uint64_t* full_s, const CtaWork& work, int pw, int lane, int i,
+                                           int slot) {
+  std::uint8_t* dst = ring + slot * kStageBytes;
+  const bool active = lane < kRowsPerProducer;
+  const int row = pw * kRowsPerProducer + lane;
+  // The first tiles' indices straight from global memory (idx_s may not be filled yet).
+  const int id = !active ? -1 : i < p.stages ? split_index(p, work, i * kTile + row) : idx_s[i * kTile + row];
+  const std::uint32_t valid = __popc(__ballot_sync(0xffffffffu, id >= 0));
+  if (active && id < 0)
+    for (int c = 0; c < kChunks; ++c)
+      *reinterpret_cast<uint4*>(dst + row * kTokenBytes + 16 * c) = make_uint4(0, 0, 0, 0);
+  __syncwarp();
+  if (lane == 0) mbar_expect(&full_s[slot], valid * kTokenBytes);
+  __syncwarp();
+  if (id >= 0)
+    bulk_copy_row(dst + row * kTokenBytes, p.pool + static_cast<std::size_t>(id) * kTokenBytes, &full_s[slot]);
+}
+
+// Producer conversion: k-steps 16 - kPks .. 15 of both warpgroups' halves of the f16 V tile for
+// this lane's two token rows (the same lanes as the math warp of the producer warp's index).
+template <int kPks>
+__device__ __forceinline__ void convert_producer_ksteps(const std::uint8_t* row0, const std::uint8_t* row1,
+                                                        std::uint32_t kv_pm, int t4) {
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const PairScales sc = pair_scales(row0, row1, w);
+#pragma unroll
+    for (int ks = 16 - kPks; ks < 16; ++ks) {
+      std::uint32_t f[4];
+      convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3],
+                    sc.s1[ks >> 3], f);
+      stsm_x4(kv_pm + (w * 16 + ks) * 2048, f);
     }
   }
+}
 
-  // The split's indices (-1 past topk) in shared memory, by the math threads, four loads in
-  // flight per thread. The producers do not wait for them (a block-wide barrier here cost 0.56
-  // us at B=16, 0.1 at B=64): they load the indices of their first `stages` tiles themselves and issue
-  // those tiles at once; idx_s is filled before the math warps arrive at the barriers that
-  // precede the producers' later tiles (kBarEmpty, kBarVFree).
-  auto index_at = [&p, row = b, first = t_first, n = n_tiles](int j) {  // the split's j-th index
-    const int slot = first * kTile + j;
-    return j < n * kTile && slot < p.topk ? __ldg(&p.indices[static_cast<std::size_t>(row) * p.topk + slot]) : -1;
-  };
-  if (wg < 2) {
-    for (int j0 = tid; j0 < n_tiles * kTile; j0 += 4 * kMathThreads) {
-      int v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) v[u] = index_at(j0 + u * kMathThreads);
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (j0 + u * kMathThreads < n_tiles * kTile) idx_s[j0 + u * kMathThreads] = v[u];
+// The producer warpgroup: tile i's rows go to ring slot i % stages (issue_tile). A slot is
+// refilled as soon as it is converted (by the math warps alone, or also by the producers), so
+// `stages` tiles stay in flight. The first tile goes alone at first: every CTA of the grid starts
+// at once, and the first tiles land sooner if the second ones do not compete with them for DRAM
+// (the math of tile 0 hides the second tile's gather).
+template <int kPks>
+__device__ __forceinline__ void producer(const KernelParams& p, std::uint8_t* ring, const std::int32_t* idx_s,
+                                         std::uint64_t* full_s, std::uint8_t* kv_s, const CtaWork& work,
+                                         const Thread& th, bool clustered, const Probe& probe) {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
+  const int pw = th.warp - kMathThreads / 32;  // producer warp pw copies rows 16 pw .. 16 pw + 15
+  const int stages = p.stages, n_tiles = work.n_tiles;
+  if constexpr (kPks == 0) {
+    int slot = 0;
+    for (int i = 0; i < n_tiles; ++i) {
+      if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
+      if (i == 1) {
+        mbar_wait(&full_s[0], 0);
+        probe.stamp(16, th.tid, kMathThreads);  // the first tile landed
+      }
+      issue_tile(p, ring, idx_s, full_s, work, pw, th.lane, i, slot);
+      slot = slot + 1 == stages ? 0 : slot + 1;
     }
   } else {
-    // The ring's mbarriers, by the first producer thread, seen by the third warpgroup at once
-    // and by the math warps before their first wait (kBarInit).
-    if (tid == kMathThreads)
-      for (int s = 0; s < stages; ++s) mbar_init(&full_s[s], kProducers);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    named_sync(kBarProd, 128);
-    named_arrive(kBarInit, kThreads);
-  }
-  ABTRACK_STAMP(0);  // the indices stored (their loads returned)
-  ABTRACK_STAMP(1);  // (no block-wide barrier here: the same as stamp 0)
-
-  // The producer warp: tile i's rows go to ring slot i % stages by bulk copies (one 656-byte copy
-  // per valid row; lane l does rows l and l + 32), which complete the slot's mbarrier; invalid
-  // rows (-1) are zero-filled by plain stores before the arrival that announces the bytes. A
-  // slot is refilled as soon as it is converted (by the math warps alone, or also by the
-  // producers: below), so `stages` tiles stay in flight.
-  if (wg == 2) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs<kPks>));
-    const int pw = warp - kMathThreads / 32;  // producer warp pw copies rows pw * kRowsPerProducer ..
-    if (pw >= kProducers) {
-      if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
-      return;
+    // The producers also write k-steps 16 - kPks .. 15 of the f16 V tile, for the tokens they
+    // copy (tokens 16 pw + g and + 8), once the math warps' O^T is done with it; a slot is
+    // refilled once they have converted it.
+    for (int i = 0; i < stages && i < n_tiles; ++i) {
+      if (i == 1) {
+        mbar_wait(&full_s[0], 0);
+        probe.stamp(16, th.tid, kMathThreads);  // the first tile landed
+      }
+      issue_tile(p, ring, idx_s, full_s, work, pw, th.lane, i, i);
     }
-    constexpr int kRowsPerLane = kRowsPerProducer > 32 ? kRowsPerProducer / 32 : 1;
-    const bool active = lane < kRowsPerProducer;
-    // Tile i's rows into ring slot `slot`.
-    auto issue = [&](int i, int slot) {
-      std::uint8_t* dst = ring + slot * kStageBytes;
-      int id[kRowsPerLane];
-      std::uint32_t valid = 0;
-#pragma unroll
-      for (int r = 0; r < kRowsPerLane; ++r) {
-        const int j = i * kTile + pw * kRowsPerProducer + lane + 32 * r;
-        // The first tiles' indices straight from global memory (idx_s may not be filled yet).
-        id[r] = !active ? -1 : i < stages ? index_at(j) : idx_s[j];
-        valid += __popc(__ballot_sync(0xffffffffu, id[r] >= 0));
-      }
-#pragma unroll
-      for (int r = 0; r < kRowsPerLane; ++r)
-        if (active && id[r] < 0)
-          for (int c = 0; c < kChunks; ++c)
-            *reinterpret_cast<uint4*>(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes + 16 * c) =
-                make_uint4(0, 0, 0, 0);
-      __syncwarp();
-      if (lane == 0) mbar_expect(&full_s[slot], valid * kTokenBytes);
-      __syncwarp();
-#pragma unroll
-      for (int r = 0; r < kRowsPerLane; ++r)
-        if (id[r] >= 0)
-          bulk_copy_row(dst + (pw * kRowsPerProducer + lane + 32 * r) * kTokenBytes,
-                        p.pool + static_cast<std::size_t>(id[r]) * kTokenBytes, &full_s[slot]);
-    };
-    if constexpr (kPks == 0) {
-      int slot = 0;
-      for (int i = 0; i < n_tiles; ++i) {
-        if (i >= stages) named_sync(kBarEmpty + slot, kRingThreads);  // tile i - stages is converted
-        // The first tile alone at first: every CTA of the grid starts at once, and the first
-        // tiles land sooner if the second ones do not compete with them for DRAM (the math of
-        // tile 0 hides the second tile's gather).
-        if (i == 1) {
-          mbar_wait(&full_s[0], 0);
-          ABTRACK_STAMP_BY(16, kMathThreads);  // the first tile landed
-        }
-        issue(i, slot);
-        slot = slot + 1 == stages ? 0 : slot + 1;
-      }
-    } else {
-      // The producers also write k-steps 16 - kPks .. 15 of both warpgroups' halves of
-      // the f16 V tile, for the tokens they copy (the same lanes as the math warp of their
-      // index: tokens 16 pw + g and + 8), once the math warps' O^T is done with it; a slot is
-      // refilled once they have converted it.
-      for (int i = 0; i < stages && i < n_tiles; ++i) {
-        if (i == 1) {
-          mbar_wait(&full_s[0], 0);
-          ABTRACK_STAMP_BY(16, kMathThreads);  // the first tile landed
-        }
-        issue(i, i);
-      }
-      int slot = 0;
-      std::uint32_t parity = 0;
-      const std::uint32_t kv_pm = stsm_kstep_addr(kv_s + (2 * pw) * 128, lane);
-      for (int it = 0; it < n_tiles; ++it) {
-        mbar_wait(&full_s[slot], parity);
-        const std::uint8_t* row0 = ring + slot * kStageBytes + (16 * pw + g) * kTokenBytes;
-        const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
-        named_sync(kBarVFree, kThreads);
-#pragma unroll
-        for (int w = 0; w < 2; ++w) {
-          const PairScales sc = pair_scales(row0, row1, w);
-#pragma unroll
-          for (int ks = 16 - kPks; ks < 16; ++ks) {
-            std::uint32_t f[4];
-            convert_kstep(row0 + 256 * w + 16 * ks + 4 * t4, row1 + 256 * w + 16 * ks + 4 * t4, sc.s0[ks >> 3],
-                          sc.s1[ks >> 3], f);
-            stsm_x4(kv_pm + (w * 16 + ks) * 2048, f);
-          }
-        }
-        fence_async_smem();
-        named_arrive(kBarVReady, kThreads);
-        if (it + stages < n_tiles) issue(it + stages, slot);
-        slot = slot + 1 == stages ? 0 : slot + 1;
-        parity ^= slot == 0 ? 1u : 0u;
-      }
+    int slot = 0;
+    std::uint32_t parity = 0;
+    const std::uint32_t kv_pm = stsm_kstep_addr(kv_s + (2 * pw) * 128, th.lane);
+    for (int it = 0; it < n_tiles; ++it) {
+      mbar_wait(&full_s[slot], parity);
+      const std::uint8_t* row0 = ring + slot * kStageBytes + (16 * pw + th.g) * kTokenBytes;
+      const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
+      named_sync(kBarVFree, kThreads);
+      convert_producer_ksteps<kPks>(row0, row1, kv_pm, th.t4);
+      fence_async_smem();
+      named_arrive(kBarVReady, kThreads);
+      if (it + stages < n_tiles) issue_tile(p, ring, idx_s, full_s, work, pw, th.lane, it + stages, slot);
+      slot = slot + 1 == stages ? 0 : slot + 1;
+      parity ^= slot == 0 ? 1u : 0u;
     }
-    if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
-    return;
   }
+  if (clustered) cluster_wait(), cluster_sync(), cluster_sync();  // as the math warps do
+}
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs<kPks>));
-  ABTRACK_STAMP(10);
-
-  // Q while the first tiles land: each head row times c_h = 2^(15 - e), max|q| < 2^e, so the
-  // row's largest value lies in [2^14, 2^15) (f16's range, full precision); zero rows past `heads`.
-  // A warp does 4 rows; lane l converts dims 16 l .. 16 l + 15 (and RoPE chunk l < 8). The rows
-  // were loaded before the indices (above).
-  // Each row's largest magnitude: this lane's part of each of its rows, then per row over the
-  // warp. (Lane l converting row (r + l) % 4 at step r, against the 32-way bank conflicts of
-  // the stores below, was 1.0-1.5 us slower at every shape.)
-  float part[4], cs_row[4];
+// Q while the first tiles land, part 1: each head row's scale c_h = 2^(15 - e), max|q| < 2^e, so
+// that the row's largest value lies in [2^14, 2^15) (f16's range, full precision); 1 / c_h to
+// qinv_s. A warp does 4 rows: this lane's part of each row, then per row over the warp.
+__device__ __forceinline__ void q_row_scales(const uint4 (&qc)[4][3], float* qinv_s, const Thread& th,
+                                             float (&cs_row)[4], const Probe& probe) {
+  float part[4];
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     float big = 0.0f;
@@ -647,15 +614,24 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     float big = part[R];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, o));
-    if (R == 0) ABTRACK_STAMP(15);  // the first Q row's maximum: its loads have returned
+    if (R == 0) probe.stamp(15, th.tid);  // the first Q row's maximum: its loads have returned
     int e = 0;
     frexpf(big, &e);
     cs_row[R] = big > 0.0f && isfinite(big) ? ldexpf(1.0f, 15 - e) : 1.0f;
-    if (lane == 0) qinv_s[warp * 4 + R] = 1.0f / cs_row[R];
+    if (th.lane == 0) qinv_s[th.warp * 4 + R] = 1.0f / cs_row[R];
   }
+}
+
+// Q, part 2: the rows times c_h to shared memory, the 512 latent dims as f16 (qn_s), the RoPE
+// dims as bf16 (qr_s, exact: a power of two). Lane l converts dims 16 l .. 16 l + 15 (and RoPE
+// chunk l < 8). (Lane l converting row (r + l) % 4 at step r, against the 32-way bank conflicts
+// of the stores below, was 1.0-1.5 us slower at every shape.)
+__device__ __forceinline__ void store_q(const uint4 (&qc)[4][3], const float (&cs_row)[4], std::uint8_t* qn_s,
+                                        std::uint8_t* qr_s, const Thread& th) {
+  const int lane = th.lane;
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int h = warp * 4 + r;
+    const int h = th.warp * 4 + r;
     const uint4(&c)[3] = qc[r];
     const float cs = cs_row[r];
     {
@@ -687,251 +663,207 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       *reinterpret_cast<uint4*>(qr_s + (lane * 4 + h / 8) * 128 + (h % 8) * 16) = make_uint4(o[0], o[1], o[2], o[3]);
     }
   }
+}
 
-  ABTRACK_STAMP(11);  // Q converted
-  // O^T accumulators of this warpgroup: m-block mb holds positions 256 wg + 64 mb + 16 wl + g
-  // (+8), heads 8 j + 2 t4 (+1) at [mb][4 j + {0, 1} (+2 for +8)].
-  float oacc[4][16];
+// Tile loop, K: straight from the raw rows of `stage` into this thread's A fragments (warpgroup w:
+// dims 256 w .., 16 k-steps, and RoPE steps 2 w, 2 w + 1; tokens t0 = 16 wl + g and t0 + 8): per
+// k-step one 4-byte load of e4m3 values per token (conflict-free: rows are 164 words apart), the
+// bit trick, times the group's scale. Nothing is written yet: the f16 tile is still being read by
+// O^T of the previous tile.
+__device__ __forceinline__ void load_k(const std::uint8_t* stage, const Thread& th, int t0, std::uint32_t (&a)[16][4],
+                                       std::uint32_t (&ra)[2][4]) {
+  const int wg = th.wg, t4 = th.t4;
+  const std::uint8_t* row0 = stage + t0 * kTokenBytes;
+  const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
+  const PairScales sc = pair_scales(row0, row1, wg);
+  const std::uint8_t* k0 = row0 + 256 * wg + 4 * t4;
+  const std::uint8_t* k1 = row1 + 256 * wg + 4 * t4;
+#pragma unroll
+  for (int ks = 0; ks < 16; ++ks) convert_kstep(k0 + 16 * ks, k1 + 16 * ks, sc.s0[ks >> 3], sc.s1[ks >> 3], a[ks]);
+  const std::uint8_t* r0 = row0 + kRopeOffset + 64 * wg + 4 * t4;
+  const std::uint8_t* r1 = row1 + kRopeOffset + 64 * wg + 4 * t4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    ra[r][0] = ld_u32(r0 + 32 * r);
+    ra[r][1] = ld_u32(r1 + 32 * r);
+    ra[r][2] = ld_u32(r0 + 32 * r + 16);
+    ra[r][3] = ld_u32(r1 + 32 * r + 16);
+  }
+}
+
+// Tile loop, scores: S^T split over k between the warpgroups, all 32 heads each (warpgroup w the
+// f16 k-steps 16 w .. 16 w + 15 and the bf16 RoPE steps 2 w, 2 w + 1: the same instruction stream
+// for both, a branch around wgmma serializes it); queued behind O^T of the previous tile. Issued
+// and committed, not waited for.
+__device__ __forceinline__ void issue_scores(const std::uint32_t (&a)[16][4], const std::uint32_t (&ra)[2][4],
+                                             std::uint64_t q_desc, std::uint64_t qr_desc, float (&sfull)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) sfull[i] = 0.0f;
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 16; ++ks) wgmma_n32_rs_f16(sfull, a[ks], at(q_desc, ks * 1024));
+#pragma unroll
+  for (int r = 0; r < 2; ++r) wgmma_n32_rs_bf16(sfull, ra[r], at(qr_desc, r * 1024));
+  wgmma_commit();
+}
+
+// Tile loop, once S^T and the previous O^T are done: the f16 V tile for this tile's O^T (this
+// warpgroup's positions, which only its own O^T reads; one stmatrix of a warp fills four 128-byte
+// core matrices; the producers write the last kPks k-steps), then the S^T partials swapped: each
+// warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's partial
+// for them, through shared memory in accumulator order (the same thread of the other warpgroup
+// holds the same rows and columns).
+template <int kPks>
+__device__ __forceinline__ void store_v_and_swap(const std::uint32_t (&a)[16][4], const float (&sfull)[16],
+                                                 std::uint32_t kv_m, float* xchg_s, int* flag_s, const Thread& th,
+                                                 int it, float (&sacc)[8]) {
+  if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
+#pragma unroll
+  for (int ks = 0; ks < 16 - kPks; ++ks) stsm_x4(kv_m + ks * 2048, a[ks]);
+  const int wg = th.wg;
+  const int wt = th.tid & 127;
+  // (16-byte vectors: 0.1-0.5 us faster than 4-byte words)
+  float4* const xchg4 = reinterpret_cast<float4*>(xchg_s);  // [2 wg][2 halves][128 threads]
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
+    xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
+  }
+  named_sync(kBarMath, kMathThreads);         // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
+  if (th.tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const float4 v = xchg4[((1 - wg) * 2 + q) * 128 + wt];
+    const float o[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sacc[4 * q + i] = (wg ? sfull[8 + 4 * q + i] : sfull[4 * q + i]) + o[i];
+  }
+}
+
+// All of a thread's P at once: matrix (head block j, row block) holds the column pairs
+// (c = 2 j, 2 j + 1) of rows r0 (pr[2 c]) and r0 + 8 (pr[2 c + 1]).
+__device__ __forceinline__ void store_p4(std::uint32_t p_m, const float (&pr)[8]) {
+  const std::uint32_t f[4] = {h2_u32(__floats2half2_rn(pr[0], pr[2])), h2_u32(__floats2half2_rn(pr[1], pr[3])),
+                              h2_u32(__floats2half2_rn(pr[4], pr[6])), h2_u32(__floats2half2_rn(pr[5], pr[7]))};
+  stsm_x4_trans(p_m, f);
+}
+
+// Softmax, the rare path (some column's maximum moved by more than 2^8, and on the first tile):
+// the column maxima reduced (over g by shuffles, over the warps in shared memory), the maxima
+// moved, P written again, l scaled and alpha written, behind one more barrier of the math warps.
+__device__ __forceinline__ void rescale_columns(const float (&x)[8], float (&cmax)[4], float (&pr)[8],
+                                                float (&m_run)[4], float (&l_part)[4], float* red_s, float* alpha_s,
+                                                std::uint32_t p_m, const Thread& th) {
+  const int wg = th.wg, wl = th.wl, g = th.g, t4 = th.t4;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) cmax[c] = fmaxf(cmax[c], __shfl_xor_sync(0xffffffffu, cmax[c], o));
+    if (g == 0) red_s[(wg * 4 + wl) * 16 + 8 * (c >> 1) + 2 * t4 + (c & 1)] = cmax[c];
+  }
+  warpgroup_barrier(1 + wg);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int j = c >> 1, e = c & 1;
+    const int col = 8 * j + 2 * t4 + e;
+    float tmax = kMinusBig;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
+    const float m_new = tmax > m_run[c] + kRescaleLog2 ? tmax : m_run[c];
+    const float alpha = m_new == m_run[c] ? 1.0f : fast_exp2(m_run[c] - m_new);
+    if (m_new != m_run[c]) {
+      pr[2 * c] = fast_exp2(x[4 * j + e] - m_new);
+      pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_new);
+    }
+    l_part[c] *= alpha;
+    m_run[c] = m_new;
+    if (wl == 0 && g == 0) alpha_s[16 * wg + col] = alpha;
+  }
+  store_p4(p_m, pr);
+  fence_async_smem();
+  named_sync(kBarMath, kMathThreads);  // P and alpha written again
+}
+
+// Tile loop, softmax: online over the tile's 64 tokens (rows) for each of the 16 heads (columns)
+// of this warpgroup: a thread holds rows 16 wl + g and + 8 of columns 8 j + 2 t4 + e. Lazy
+// rescaling as in the mma kernels: a column's maximum moves only when a score exceeds it by more
+// than 2^8, which after the first tile is rare. So P is written with the running maxima at once,
+// and a thread with such a score sets this tile's flag in shared memory; after the barrier before
+// O^T, where the flag is set (both warpgroups see the same), rescale_columns runs. l is kept per
+// thread and reduced once, in the epilogue. Returns whether the flag was set (alpha_s written).
+template <int kPks>
+__device__ __forceinline__ bool softmax(const float (&sacc)[8], const float (&qinv)[4], const std::int32_t* tile_idx,
+                                        float (&m_run)[4], float (&l_part)[4], float* red_s, float* alpha_s,
+                                        int* flag_s, std::uint32_t p_m, const Thread& th, int it, Probe& probe) {
+  const int r0 = 16 * th.wl + th.g;
+  const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
+  float x[8], cmax[4], pr[8];
+  bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int j = c >> 1, e = c & 1;
+    x[4 * j + e] = v0 ? sacc[4 * j + e] * qinv[c] : -INFINITY;
+    x[4 * j + 2 + e] = v1 ? sacc[4 * j + 2 + e] * qinv[c] : -INFINITY;
+    cmax[c] = fmaxf(x[4 * j + e], x[4 * j + 2 + e]);
+    up = up || cmax[c] > m_run[c] + kRescaleLog2;
+    pr[2 * c] = fast_exp2(x[4 * j + e] - m_run[c]);  // (inf where up: written again below)
+    pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_run[c]);
+  }
+  store_p4(p_m, pr);
+  if (up) flag_s[it & 1] = 1;
+  probe.lap(4);
+  fence_async_smem();
+  if (kPks > 0) named_sync(kBarVReady, kThreads);  // P, the flag and the f16 tile complete (the producers' k-steps too)
+  else named_sync(kBarMath, kMathThreads);         // P, the flag and the f16 tile complete
+  const bool rescale_any = flag_s[it & 1] != 0;
+  if (rescale_any) rescale_columns(x, cmax, pr, m_run, l_part, red_s, alpha_s, p_m, th);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) l_part[c] += pr[2 * c] + pr[2 * c + 1];
+  return rescale_any;
+}
+
+// Tile loop, output: O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks
+// x 4 k-steps), left running: the next tile's loads and conversion overlap it. O^T is scaled only
+// where some alpha of the warp is not 1 (alpha_s holds this tile's only if a head moved).
+__device__ __forceinline__ void issue_output(const float* alpha_s, bool rescale_any, std::uint64_t v_desc,
+                                             std::uint64_t p_desc, int t4, float (&oacc)[4][16]) {
+  float al[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  if (rescale_any)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      al[2 * j] = alpha_s[8 * j + 2 * t4];
+      al[2 * j + 1] = alpha_s[8 * j + 2 * t4 + 1];
+    }
+  bool ones = true;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) ones = ones && al[i] == 1.0f;
+  if (rescale_any && !__all_sync(0xffffffffu, ones)) {
+#pragma unroll
+    for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+      for (int i = 0; i < 16; ++i) oacc[mb][i] *= al[2 * (i >> 2) + (i & 1)];
+  }
+  wgmma_fence();
 #pragma unroll
   for (int mb = 0; mb < 4; ++mb)
 #pragma unroll
-    for (int i = 0; i < 16; ++i) oacc[mb][i] = 0.0f;
-  // Softmax state of this thread's 4 S^T columns (heads 16 wg + 8 j + 2 t4 + e, index 2 j + e):
-  // the running maximum (the same in every thread of the column) and this thread's share of l.
-  float m_run[4], l_part[4], qinv[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    m_run[c] = kMinusBig;
-    l_part[c] = 0.0f;
-  }
-  if (tid == 0) flag_s[0] = flag_s[1] = 0;
-  named_sync(kBarMath, kMathThreads);
-  ABTRACK_STAMP(12);
-#pragma unroll
-  for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * t4 + (c & 1)] * p.scale_log2;
+    for (int ks = 0; ks < 4; ++ks)
+      wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
+  wgmma_commit();
+}
 
-  // The operands' descriptors (no swizzling; leading, stride byte offsets), each at this
-  // warpgroup's share: S^T's B = Q K-major (next 8 positions 512, next 8 heads 128; positions
-  // 256 wg ..) and Q's RoPE (rope dims 32 wg ..); O^T's A = the f16 tile M-major (next 8 tokens
-  // 128, next 8 positions 1024; positions 256 wg ..), B = P K-major (next 8 tokens 512, next 8
-  // heads 128). S^T's A is K itself, in registers.
-  const std::uint64_t q_desc = smem_desc(qn_s + wg * 16 * 1024, 512, 128);
-  const std::uint64_t qr_desc = smem_desc(qr_s + wg * 2 * 1024, 512, 128);
-  const std::uint64_t v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
-  const std::uint64_t p_desc = smem_desc(p_s, 512, 128);
-  // This thread's A rows are tokens t0 and t0 + 8; its warp's fragments of them go to the f16
-  // tile by stsm_x4 at kv_m (this lane's row address; + 2048 per k-step: position block 2 k (even
-  // dims), 2 k + 1 (odd dims) 1024 on, the second token block 128 on).
-  const int t0 = 16 * wl + g;
-  const std::uint32_t kv_m = stsm_kstep_addr(kv_s + wg * 16 * 2048 + (2 * wl) * 128, lane);
-  // P through stsm_x4_trans: matrix l / 8 of lane l is (token block 2 wl + l / 8 % 2, head block
-  // 2 wg + l / 16), its row l % 8 (a head) 16 bytes apart.
-  const std::uint32_t p_m =
-      smem_u32(p_s + (2 * wl + ((lane >> 3) & 1)) * 512 + (2 * wg + (lane >> 4)) * 128 + (lane & 7) * 16);
-
-  named_sync(kBarInit, kThreads);  // the ring's mbarriers are initialised
-  int slot = 0;
-  std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
-  bool rescale_any = true;   // some head's maximum moved in this tile (alpha_s written)
-  ABTRACK_PHASE(7);          // prologue
-  ABTRACK_STAMP(2);
-  for (int it = 0; it < n_tiles; ++it) {
-    mbar_wait(&full_s[slot], parity);  // tile it has landed
-    ABTRACK_PHASE(0);
-    const std::uint8_t* stage = ring + slot * kStageBytes;
-
-    // K straight from the raw rows into this thread's A fragments (warpgroup w: dims 256 w ..,
-    // 16 k-steps, and RoPE steps 2 w, 2 w + 1): per k-step one 4-byte load of e4m3 values per
-    // token (conflict-free: rows are 164 words apart), the bit trick, times the group's scale.
-    // Nothing is written yet: the f16 tile is still being read by O^T of the previous tile.
-    std::uint32_t a[16][4], ra[2][4];
-    {
-      const std::uint8_t* row0 = stage + t0 * kTokenBytes;
-      const std::uint8_t* row1 = row0 + 8 * kTokenBytes;
-      const PairScales sc = pair_scales(row0, row1, wg);
-      const std::uint8_t* k0 = row0 + 256 * wg + 4 * t4;
-      const std::uint8_t* k1 = row1 + 256 * wg + 4 * t4;
-#pragma unroll
-      for (int ks = 0; ks < 16; ++ks) convert_kstep(k0 + 16 * ks, k1 + 16 * ks, sc.s0[ks >> 3], sc.s1[ks >> 3], a[ks]);
-      const std::uint8_t* r0 = row0 + kRopeOffset + 64 * wg + 4 * t4;
-      const std::uint8_t* r1 = row1 + kRopeOffset + 64 * wg + 4 * t4;
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        ra[r][0] = ld_u32(r0 + 32 * r);
-        ra[r][1] = ld_u32(r1 + 32 * r);
-        ra[r][2] = ld_u32(r0 + 32 * r + 16);
-        ra[r][3] = ld_u32(r1 + 32 * r + 16);
-      }
-    }
-    // The slot goes back to the producer (which waits only for tiles it still has to load; with
-    // the producer conversion it refills a slot once it has converted it).
-    if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
-    slot = slot + 1 == stages ? 0 : slot + 1;
-    parity ^= slot == 0 ? 1u : 0u;
-    ABTRACK_PHASE(1);
-
-    // S^T split over k between the warpgroups, all 32 heads each (warpgroup w the f16 k-steps
-    // 16 w .. 16 w + 15 and the bf16 RoPE steps 2 w, 2 w + 1: the same instruction stream for
-    // both, a branch around wgmma serializes it); queued behind O^T of the previous tile.
-    float sfull[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) sfull[i] = 0.0f;
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 16; ++ks) wgmma_n32_rs_f16(sfull, a[ks], at(q_desc, ks * 1024));
-#pragma unroll
-    for (int r = 0; r < 2; ++r) wgmma_n32_rs_bf16(sfull, ra[r], at(qr_desc, r * 1024));
-    wgmma_commit();
-    wgmma_wait_all();  // this S^T and the previous tile's O^T
-    ABTRACK_PHASE(2);
-
-    // The f16 tile for this tile's O^T: this warpgroup's positions, which only its own O^T reads
-    // (done now). One stmatrix of a warp fills four 128-byte core matrices.
-    if (kPks > 0) named_arrive(kBarVFree, kThreads);  // the producers write their k-steps now
-#pragma unroll
-    for (int ks = 0; ks < 16 - kPks; ++ks) stsm_x4(kv_m + ks * 2048, a[ks]);
-    // Each warpgroup keeps its 16 heads (accumulator n-tiles 2 wg, 2 wg + 1) and adds the other's
-    // partial for them, swapped through shared memory in accumulator order (the same thread of
-    // the other warpgroup holds the same rows and columns).
-    const int wt = tid & 127;
-    // (16-byte vectors: 0.1-0.5 us faster than 4-byte words)
-    float4* const xchg4 = reinterpret_cast<float4*>(xchg_s);  // [2 wg][2 halves][128 threads]
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      float v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = wg ? sfull[4 * q + i] : sfull[8 + 4 * q + i];
-      xchg4[(wg * 2 + q) * 128 + wt] = make_float4(v[0], v[1], v[2], v[3]);
-    }
-    named_sync(kBarMath, kMathThreads);      // also: both warpgroups' O^T of the previous tile is done (P, alpha free)
-    if (tid == 0) flag_s[(it + 1) & 1] = 0;  // the previous tile's flag, read by every math thread before this barrier
-    float sacc[8];
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const float4 v = xchg4[((1 - wg) * 2 + q) * 128 + wt];
-      const float o[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sacc[4 * q + i] = (wg ? sfull[8 + 4 * q + i] : sfull[4 * q + i]) + o[i];
-    }
-    ABTRACK_PHASE(3);
-
-    // Online softmax over the tile's 64 tokens (rows) for each of the 16 heads (columns): a
-    // thread holds rows 16 wl + g and + 8 of columns 8 j + 2 t4 + e. Lazy rescaling as in the mma
-    // kernels: a column's maximum moves only when a score exceeds it by more than 2^8, which after
-    // the first tile is rare. So P is written with the running maxima at once, and a thread with
-    // such a score sets this tile's flag in shared memory; after the barrier before O^T, where
-    // the flag is set (both warpgroups see the same), the column maxima are reduced (over g by
-    // shuffles, over the warps in shared memory), P is written again and O^T is scaled by alpha,
-    // behind one more barrier of the math warps. l is kept per thread and reduced once, in the
-    // epilogue.
-    {
-      const std::int32_t* tile_idx = idx_s + it * kTile;
-      const int r0 = 16 * wl + g;
-      const bool v0 = tile_idx[r0] >= 0, v1 = tile_idx[r0 + 8] >= 0;
-      float x[8], cmax[4], pr[8];
-      bool up = false;  // a score of this thread's exceeds its column's running maximum by > 2^8
-      // All of this thread's P at once: matrix (head block j, row block) holds the column pairs
-      // (c = 2 j, 2 j + 1) of rows r0 (pr[2 c]) and r0 + 8 (pr[2 c + 1]).
-      auto store_p4 = [p_m](const float(&pr)[8]) {
-        const std::uint32_t f[4] = {h2_u32(__floats2half2_rn(pr[0], pr[2])), h2_u32(__floats2half2_rn(pr[1], pr[3])),
-                                    h2_u32(__floats2half2_rn(pr[4], pr[6])), h2_u32(__floats2half2_rn(pr[5], pr[7]))};
-        stsm_x4_trans(p_m, f);
-      };
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int j = c >> 1, e = c & 1;
-        x[4 * j + e] = v0 ? sacc[4 * j + e] * qinv[c] : -INFINITY;
-        x[4 * j + 2 + e] = v1 ? sacc[4 * j + 2 + e] * qinv[c] : -INFINITY;
-        cmax[c] = fmaxf(x[4 * j + e], x[4 * j + 2 + e]);
-        up = up || cmax[c] > m_run[c] + kRescaleLog2;
-        pr[2 * c] = fast_exp2(x[4 * j + e] - m_run[c]);  // (inf where up: written again below)
-        pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_run[c]);
-      }
-      store_p4(pr);
-      if (up) flag_s[it & 1] = 1;
-      ABTRACK_PHASE(4);
-      fence_async_smem();
-      if (kPks > 0)
-        named_sync(kBarVReady, kThreads);       // P, the flag and the f16 tile complete (the producers' k-steps too)
-      else named_sync(kBarMath, kMathThreads);  // P, the flag and the f16 tile complete
-      rescale_any = !ABTRACK_WGMMA_VOTE || flag_s[it & 1] != 0;
-      if (rescale_any) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-#pragma unroll
-          for (int o = 4; o < 32; o <<= 1) cmax[c] = fmaxf(cmax[c], __shfl_xor_sync(0xffffffffu, cmax[c], o));
-          if (g == 0) red_s[(wg * 4 + wl) * 16 + 8 * (c >> 1) + 2 * t4 + (c & 1)] = cmax[c];
-        }
-        warpgroup_barrier(1 + wg);
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int j = c >> 1, e = c & 1;
-          const int col = 8 * j + 2 * t4 + e;
-          float tmax = kMinusBig;
-#pragma unroll
-          for (int w = 0; w < 4; ++w) tmax = fmaxf(tmax, red_s[(wg * 4 + w) * 16 + col]);
-          const float m_new = tmax > m_run[c] + kRescaleLog2 ? tmax : m_run[c];
-          const float alpha = m_new == m_run[c] ? 1.0f : fast_exp2(m_run[c] - m_new);
-          if (m_new != m_run[c]) {
-            pr[2 * c] = fast_exp2(x[4 * j + e] - m_new);
-            pr[2 * c + 1] = fast_exp2(x[4 * j + 2 + e] - m_new);
-          }
-          l_part[c] *= alpha;
-          m_run[c] = m_new;
-          if (wl == 0 && g == 0) alpha_s[16 * wg + col] = alpha;
-        }
-        store_p4(pr);
-        fence_async_smem();
-        named_sync(kBarMath, kMathThreads);  // P and alpha written again
-      }
-#pragma unroll
-      for (int c = 0; c < 4; ++c) l_part[c] += pr[2 * c] + pr[2 * c + 1];
-    }
-    ABTRACK_PHASE(5);
-
-    // O^T = O^T * alpha + V^T P^T for this warpgroup's 256 positions (4 m-blocks x 4 k-steps),
-    // left running: the next tile's loads and conversion overlap it.
-    {
-      float al[8] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};  // alpha_s holds this tile's only if a head moved
-      if (rescale_any)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          al[2 * j] = alpha_s[8 * j + 2 * t4];
-          al[2 * j + 1] = alpha_s[8 * j + 2 * t4 + 1];
-        }
-      bool ones = true;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) ones = ones && al[i] == 1.0f;
-      if (rescale_any && !__all_sync(0xffffffffu, ones)) {
-#pragma unroll
-        for (int mb = 0; mb < 4; ++mb)
-#pragma unroll
-          for (int i = 0; i < 16; ++i) oacc[mb][i] *= al[2 * (i >> 2) + (i & 1)];
-      }
-      wgmma_fence();
-#pragma unroll
-      for (int mb = 0; mb < 4; ++mb)
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-          wgmma_n32_ta_f16(oacc[mb], at(v_desc, mb * 8 * 1024 + ks * 256), at(p_desc, ks * 1024));
-      wgmma_commit();
-    }
-    ABTRACK_PHASE(6);
-  }
-  ABTRACK_STAMP(3);  // the loop issued its last O^T
-  wgmma_wait_all();  // the last tile's O^T
-  ABTRACK_STAMP(4);
-#ifdef ABTRACK_WGMMA_PHASES
-  if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && (tid & 127) == 0) {
-    for (int i = 0; i < 8; ++i) g_wgmma_phases[wg][i] = phase_[i];
-    g_wgmma_phases[wg][8] = n_tiles;
-  }
-#endif
-
-  // Epilogue, straight from the accumulators: a thread's oacc[mb][4 j + e] and oacc[mb][4 j + 2 + e]
-  // are dims d0 and d0 + 1 (d0 = 256 wg + 64 mb + 16 wl + 2 g) of head 8 j + 2 t4 + e, one 4-byte
-  // bf16 pair (8 lanes write 32 contiguous bytes of a head's row). First l, reduced over rows (g
-  // by shuffles, warps in shared memory), with m per head in m_s and l in l_s.
+// Epilogue, l: reduced over rows (g by shuffles, warps in shared memory), with m per head in m_s
+// and l in l_s. In a cluster each CTA then pushes its m and l into every CTA's peer_ml_s[rank]:
+// remote stores, which nobody waits for (the cluster barrier of cluster_combine makes them
+// visible), instead of the combine's weights loading them from the other CTAs after that barrier
+// (0.2 us faster at B=64 h=32). Otherwise lse (one split) or the split's lse (log2) is written.
+template <int kClusterSplits>
+__device__ __forceinline__ void reduce_l(const KernelParams& p, const CtaWork& work, float (&l_part)[4],
+                                         const float (&m_run)[4], float* red_s, float* m_s, float* l_s,
+                                         float* peer_ml_s, const Thread& th, bool clustered) {
+  const int tid = th.tid, wg = th.wg, wl = th.wl, g = th.g, t4 = th.t4;
 #pragma unroll
   for (int c = 0; c < 4; ++c)
 #pragma unroll
@@ -954,9 +886,6 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
     for (int w = 0; w < 4; ++w) l += red_s[(wgh * 4 + w) * 16 + col];
     l_s[tid] = l;
     if (clustered) {
-      // This CTA's m and l into every CTA's peer_ml_s[rank]: remote stores, which nobody waits
-      // for (the cluster barrier below makes them visible), instead of the combine's weights
-      // loading them from the other CTAs after that barrier (0.2 us faster at B=64 h=32).
       const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;
       const int rank = cluster_rank();
       const float m = m_s[tid];
@@ -965,113 +894,131 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
         st_cluster(cluster_addr(peer_ml_s + (rank * 2 + 1) * kHeads + tid, k), l);
       }
     }
-    if (head0 + tid < p.heads && !clustered) {
+    if (work.head0 + tid < p.heads && !clustered) {
       const float lse2 = m_s[tid] + log2f(l);
-      const std::size_t bh = static_cast<std::size_t>(b) * p.heads + head0 + tid;
+      const std::size_t bh = static_cast<std::size_t>(work.b) * p.heads + work.head0 + tid;
       if (p.splits == 1) p.lse[bh] = l > 0.0f ? lse2 * 0.69314718055994531f : INFINITY;
       else
-        p.part_lse[(static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + tid] =
+        p.part_lse[(static_cast<std::size_t>(work.b) * p.splits + work.split) * p.heads + work.head0 + tid] =
             l > 0.0f ? lse2 : -INFINITY;
     }
   }
-  const int d_thread = 256 * wg + 16 * wl + 2 * g;  // + 64 mb: this thread's even dims
-  ABTRACK_STAMP(5);                                 // l reduced
-  if (clustered) {
-    // The splits are the CTAs of this cluster. Each stages its accumulators in their own order
-    // (float4 q of block (wg, mb) at [(wg * 4 + mb) * 4 + q][thread]: conflict-free), then each
-    // CTA combines its share of the blocks (the threads that hold them in registers read the same
-    // thread's values of the other CTAs) with weights per head and split.
-    const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;  // 2, 4 or 8
-    const int rank = cluster_rank();
-    float4* stage4 = reinterpret_cast<float4*>(kv_s);
-    const int wt = tid & 127;
-    // This CTA's blocks (the others' are staged): with up to 4 splits m-blocks mb * splits / 4 ==
-    // rank of both warpgroups, with 8 one block.
-    bool mine[4];
+}
+
+// Cluster combine, the weights: per head (thread tid < 32) and split k, exp2(m_k - M) / L into
+// wts[head][split]; rank 0 writes lse.
+__device__ __forceinline__ void cluster_weights(const KernelParams& p, const CtaWork& work, const float* peer_ml_s,
+                                                float* wts, int splits, int rank, int tid) {
+  float mk[8], lk[8], big = kMinusBig;
 #pragma unroll
-    for (int mb = 0; mb < 4; ++mb)
-      mine[mb] = splits <= 4 ? mb * splits / 4 == rank : (mb == rank >> 1 && wg == (rank & 1));
-#pragma unroll
-    for (int mb = 0; mb < 4; ++mb)
-      if (!mine[mb])
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          stage4[((wg * 4 + mb) * 4 + q) * 128 + wt] =
-              make_float4(oacc[mb][4 * q], oacc[mb][4 * q + 1], oacc[mb][4 * q + 2], oacc[mb][4 * q + 3]);
-    ABTRACK_STAMP(6);  // accumulators staged
-    cluster_sync();    // every CTA's accumulators, m_s and l_s
-    ABTRACK_STAMP(7);
-    float* wts = reinterpret_cast<float*>(p_s);  // [head][split]: exp2(m_k - M) / L
-    if (tid < kHeads) {
-      float mk[8], lk[8], big = kMinusBig;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        mk[k] = k < splits ? peer_ml_s[k * 2 * kHeads + tid] : kMinusBig;
-        lk[k] = k < splits ? peer_ml_s[(k * 2 + 1) * kHeads + tid] : 0.0f;
-        big = fmaxf(big, mk[k]);
-      }
-      float sum = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) sum += exp2f(mk[k] - big) * lk[k];
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        if (k < splits) wts[tid * splits + k] = sum > 0.0f ? exp2f(mk[k] - big) / sum : 0.0f;
-      if (rank == 0 && head0 + tid < p.heads)
-        p.lse[static_cast<std::size_t>(b) * p.heads + head0 + tid] =
-            sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
-    }
-    named_sync(kBarMath, kMathThreads);
-    ABTRACK_STAMP(13);  // weights
-#pragma unroll
-    for (int mb = 0; mb < 4; ++mb)
-      if (mine[mb])
-#pragma unroll
-        for (int i = 0; i < 16; ++i) oacc[mb][i] *= wts[(8 * (i >> 2) + 2 * t4 + (i & 1)) * splits + rank];
-#pragma unroll
-    for (int mb = 0; mb < 4; ++mb) {
-      if (!mine[mb]) continue;
-#pragma unroll 1
-      for (int k = 0; k < splits; ++k) {
-        if (k == rank) continue;
-        const std::uint32_t base = cluster_addr(stage4 + (wg * 4 + mb) * 4 * 128 + wt, k);
-        float4 v[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) v[q] = ld_cluster4(base + q * 128 * 16);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const float w0 = wts[(8 * q + 2 * t4) * splits + k], w1 = wts[(8 * q + 2 * t4 + 1) * splits + k];
-          oacc[mb][4 * q] += w0 * v[q].x;
-          oacc[mb][4 * q + 1] += w1 * v[q].y;
-          oacc[mb][4 * q + 2] += w0 * v[q].z;
-          oacc[mb][4 * q + 3] += w1 * v[q].w;
-        }
-      }
-    }
-    ABTRACK_STAMP(14);  // the others' blocks added
-    // Done reading the other CTAs: the arrival now, the wait (that they are done reading this
-    // one) only before the CTA leaves, so the stores below overlap the slower CTA's reads
-    // (CTA 0's wait at the second barrier: 1.5 K cycles -> 50).
-    cluster_arrive();
-#pragma unroll
-    for (int mb = 0; mb < 4; ++mb)
-      if (mine[mb])
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          if (i & 2) continue;  // i: the even dim, i + 2: the odd one
-          const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
-          if (head0 + head < p.heads)
-            *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV +
-                                              d_thread + 64 * mb) =
-                as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
-        }
-    ABTRACK_STAMP(8);  // combined and stored
-    cluster_wait();    // the other CTAs are done reading this one's shared memory
-    ABTRACK_STAMP(9);
-    ABTRACK_CTA_SPAN();
-    return;
+  for (int k = 0; k < 8; ++k) {
+    mk[k] = k < splits ? peer_ml_s[k * 2 * kHeads + tid] : kMinusBig;
+    lk[k] = k < splits ? peer_ml_s[(k * 2 + 1) * kHeads + tid] : 0.0f;
+    big = fmaxf(big, mk[k]);
   }
-  named_sync(kBarMath, kMathThreads);  // l_s
-  float inv[8];                        // 1 / l of this thread's heads 8 j + 2 t4 + e, [2 j + e]
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sum += exp2f(mk[k] - big) * lk[k];
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    if (k < splits) wts[tid * splits + k] = sum > 0.0f ? exp2f(mk[k] - big) / sum : 0.0f;
+  if (rank == 0 && work.head0 + tid < p.heads)
+    p.lse[static_cast<std::size_t>(work.b) * p.heads + work.head0 + tid] =
+        sum > 0.0f ? (big + log2f(sum)) * 0.69314718055994531f : INFINITY;
+}
+
+// Epilogue with the splits as the CTAs of this cluster (2, 4 or 8). Each stages the accumulator
+// blocks the others own in its V-tile space, in their own order (float4 q of block (wg, mb) at
+// [(wg * 4 + mb) * 4 + q][thread]: conflict-free); then each CTA combines its share of the blocks
+// (the threads that hold them in registers read the same thread's values of the other CTAs) with
+// weights per head and split, and stores them as bf16.
+template <int kClusterSplits>
+__device__ __forceinline__ void cluster_combine(const KernelParams& p, const CtaWork& work, float (&oacc)[4][16],
+                                                std::uint8_t* kv_s, std::uint8_t* p_s, const float* peer_ml_s,
+                                                const Thread& th, const Probe& probe) {
+  const int tid = th.tid, wg = th.wg, t4 = th.t4;
+  const int d_thread = 256 * wg + 16 * th.wl + 2 * th.g;  // + 64 mb: this thread's even dims
+  const int splits = kClusterSplits > 0 ? kClusterSplits : p.splits;
+  const int rank = cluster_rank();
+  float4* stage4 = reinterpret_cast<float4*>(kv_s);
+  const int wt = tid & 127;
+  // This CTA's blocks (the others' are staged): with up to 4 splits m-blocks mb * splits / 4 ==
+  // rank of both warpgroups, with 8 one block.
+  bool mine[4];
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+    mine[mb] = splits <= 4 ? mb * splits / 4 == rank : (mb == rank >> 1 && wg == (rank & 1));
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+    if (!mine[mb])
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        stage4[((wg * 4 + mb) * 4 + q) * 128 + wt] =
+            make_float4(oacc[mb][4 * q], oacc[mb][4 * q + 1], oacc[mb][4 * q + 2], oacc[mb][4 * q + 3]);
+  probe.stamp(6, tid);  // accumulators staged
+  cluster_sync();       // every CTA's accumulators, m_s and l_s
+  probe.stamp(7, tid);
+  float* wts = reinterpret_cast<float*>(p_s);  // [head][split]: exp2(m_k - M) / L
+  if (tid < kHeads) cluster_weights(p, work, peer_ml_s, wts, splits, rank, tid);
+  named_sync(kBarMath, kMathThreads);
+  probe.stamp(13, tid);  // weights
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+    if (mine[mb])
+#pragma unroll
+      for (int i = 0; i < 16; ++i) oacc[mb][i] *= wts[(8 * (i >> 2) + 2 * t4 + (i & 1)) * splits + rank];
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb) {
+    if (!mine[mb]) continue;
+#pragma unroll 1
+    for (int k = 0; k < splits; ++k) {
+      if (k == rank) continue;
+      const std::uint32_t base = cluster_addr(stage4 + (wg * 4 + mb) * 4 * 128 + wt, k);
+      float4 v[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v[q] = ld_cluster4(base + q * 128 * 16);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float w0 = wts[(8 * q + 2 * t4) * splits + k], w1 = wts[(8 * q + 2 * t4 + 1) * splits + k];
+        oacc[mb][4 * q] += w0 * v[q].x;
+        oacc[mb][4 * q + 1] += w1 * v[q].y;
+        oacc[mb][4 * q + 2] += w0 * v[q].z;
+        oacc[mb][4 * q + 3] += w1 * v[q].w;
+      }
+    }
+  }
+  probe.stamp(14, tid);  // the others' blocks added
+  // Done reading the other CTAs: the arrival now, the wait (that they are done reading this
+  // one) only before the CTA leaves, so the stores below overlap the slower CTA's reads
+  // (CTA 0's wait at the second barrier: 1.5 K cycles -> 50).
+  cluster_arrive();
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+    if (mine[mb])
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        if (i & 2) continue;  // i: the even dim, i + 2: the odd one
+        const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
+        if (work.head0 + head < p.heads)
+          *reinterpret_cast<std::uint32_t*>(
+              p.out + (static_cast<std::size_t>(work.b) * p.heads + work.head0 + head) * kDimV + d_thread + 64 * mb) =
+              as_u32(__floats2bfloat162_rn(oacc[mb][i], oacc[mb][i + 2]));
+      }
+  probe.stamp(8, tid);  // combined and stored
+  cluster_wait();       // the other CTAs are done reading this one's shared memory
+  probe.stamp(9, tid);
+}
+
+// Epilogue without a cluster, straight from the accumulators: a thread's oacc[mb][4 j + e] and
+// oacc[mb][4 j + 2 + e] are dims d0 and d0 + 1 (d0 = 256 wg + 64 mb + 16 wl + 2 g) of head
+// 8 j + 2 t4 + e, one 4-byte pair (8 lanes write 32 contiguous bytes of a head's row): o / l as
+// bf16 out with one split, else as the split's f16 partial (combine_if_last then combines them).
+__device__ __forceinline__ void store_output(const KernelParams& p, const CtaWork& work, const float (&oacc)[4][16],
+                                             const float* l_s, const Thread& th) {
+  const int t4 = th.t4;
+  const int d_thread = 256 * th.wg + 16 * th.wl + 2 * th.g;  // + 64 mb: this thread's even dims
+  named_sync(kBarMath, kMathThreads);                        // l_s
+  float inv[8];                                              // 1 / l of this thread's heads 8 j + 2 t4 + e, [2 j + e]
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
     const float l = l_s[8 * (c >> 1) + 2 * t4 + (c & 1)];
@@ -1084,19 +1031,184 @@ __global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelPar
       if (i & 2) continue;  // i: the even dim, i + 2: the odd one
       const int c = 2 * (i >> 2) + (i & 1);
       const int head = 8 * (i >> 2) + 2 * t4 + (i & 1);
-      if (head0 + head >= p.heads) continue;
+      if (work.head0 + head >= p.heads) continue;
       const int d = d_thread + 64 * mb;
       if (p.splits == 1) {
-        *reinterpret_cast<std::uint32_t*>(p.out + (static_cast<std::size_t>(b) * p.heads + head0 + head) * kDimV + d) =
+        *reinterpret_cast<std::uint32_t*>(
+            p.out + (static_cast<std::size_t>(work.b) * p.heads + work.head0 + head) * kDimV + d) =
             as_u32(__floats2bfloat162_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]));
       } else {
-        const std::size_t orow = (static_cast<std::size_t>(b) * p.splits + split) * p.heads + head0 + head;
+        const std::size_t orow =
+            (static_cast<std::size_t>(work.b) * p.splits + work.split) * p.heads + work.head0 + head;
         *reinterpret_cast<__half2*>(part_o16(p) + orow * kDimV + d) =
             __floats2half2_rn(oacc[mb][i] * inv[c], oacc[mb][i + 2] * inv[c]);
       }
     }
-  if (p.splits > 1) combine_if_last(p, b, head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
-  ABTRACK_CTA_SPAN();
+}
+
+// The math warps' state before the first tile: O^T zero, the running maxima at kMinusBig, l zero.
+__device__ __forceinline__ void zero_state(float (&oacc)[4][16], float (&m_run)[4], float (&l_part)[4]) {
+#pragma unroll
+  for (int mb = 0; mb < 4; ++mb)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) oacc[mb][i] = 0.0f;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    m_run[c] = kMinusBig;
+    l_part[c] = 0.0f;
+  }
+}
+
+// The operands of a math thread's wgmmas and stmatrix stores, fixed for the whole tile loop.
+struct Operands {
+  std::uint64_t q_desc, qr_desc, v_desc, p_desc;
+  std::uint32_t kv_m, p_m;
+  int t0;
+};
+__device__ __forceinline__ Operands operands(std::uint8_t* kv_s, std::uint8_t* qn_s, std::uint8_t* qr_s,
+                                             std::uint8_t* p_s, const Thread& th) {
+  const int wg = th.wg;
+  Operands op;
+  // The operands' descriptors (no swizzling; leading, stride byte offsets), each at this
+  // warpgroup's share: S^T's B = Q K-major (next 8 positions 512, next 8 heads 128; positions
+  // 256 wg ..) and Q's RoPE (rope dims 32 wg ..); O^T's A = the f16 tile M-major (next 8 tokens
+  // 128, next 8 positions 1024; positions 256 wg ..), B = P K-major (next 8 tokens 512, next 8
+  // heads 128). S^T's A is K itself, in registers.
+  op.q_desc = smem_desc(qn_s + wg * 16 * 1024, 512, 128);
+  op.qr_desc = smem_desc(qr_s + wg * 2 * 1024, 512, 128);
+  op.v_desc = smem_desc(kv_s + wg * 4 * 8 * 1024, 128, 1024);
+  op.p_desc = smem_desc(p_s, 512, 128);
+  // This thread's A rows are tokens t0 and t0 + 8; its warp's fragments of them go to the f16
+  // tile by stsm_x4 at kv_m (this lane's row address; + 2048 per k-step: position block 2 k (even
+  // dims), 2 k + 1 (odd dims) 1024 on, the second token block 128 on).
+  op.t0 = 16 * th.wl + th.g;
+  op.kv_m = stsm_kstep_addr(kv_s + wg * 16 * 2048 + (2 * th.wl) * 128, th.lane);
+  // P through stsm_x4_trans: matrix l / 8 of lane l is (token block 2 wl + l / 8 % 2, head block
+  // 2 wg + l / 16), its row l % 8 (a head) 16 bytes apart.
+  op.p_m =
+      smem_u32(p_s + (2 * th.wl + ((th.lane >> 3) & 1)) * 512 + (2 * wg + (th.lane >> 4)) * 128 + (th.lane & 7) * 16);
+  return op;
+}
+
+// kPks: kProducerKs, or 0 (one stage). kClusterSplits 2, 4 or 8: a build for launches in clusters
+// of that many splits, which combine through distributed shared memory, with the split count and
+// p.cluster folded in and the other epilogues gone (B=64 h=32: 47.60 -> 47.01 us with the cluster
+// folded in, then 46.83 -> 46.42 with the split count). kClusterSplits 0: the build for other
+// launches, p.cluster a run-time flag: built without the cluster path, those shapes ran 0.2-1.5 us
+// slower, so the general build keeps it.
+template <int kPks, int kClusterSplits>
+__global__ void __launch_bounds__(kThreads, 1) decode_wgmma_impl(const KernelParams p) {
+  const bool clustered = kClusterSplits > 0 || p.cluster;
+  Probe probe;
+  extern __shared__ __align__(128) std::uint8_t smem[];
+  // f16 V tile: core matrix (block db of 8 positions, token block tb of 8) at (db * 8 + tb) * 128,
+  // token row (t % 8) * 16: M-major A of O^T (M = positions, each 16 of them 8 even dims, then 8 odd).
+  std::uint8_t* kv_s = smem;
+  std::uint8_t* qn_s = kv_s + kKvBytes;                     // Q * c_h, f16: (db * 4 + head block) * 128, K-major
+  std::uint8_t* qr_s = qn_s + kQnBytes;                     // Q RoPE * c_h, bf16: (rope block * 4 + head block) * 128
+  std::uint8_t* p_s = qr_s + kQrBytes;                      // P, f16: (token block * 4 + head block) * 128, K-major
+  float* xchg_s = reinterpret_cast<float*>(p_s + kPBytes);  // [2 wg][2][128][4] S^T partials
+  std::uint8_t* ring = reinterpret_cast<std::uint8_t*>(xchg_s + 2 * 8 * 128);  // stages x [64 tokens][656 B]
+  float* red_s = reinterpret_cast<float*>(ring + p.stages * kStageBytes);      // [2][4 warps][16 heads]
+  float* alpha_s = red_s + 2 * 4 * 16;                                         // [32]
+  float* m_s = alpha_s + kHeads;                                               // [32]
+  float* l_s = m_s + kHeads;                                                   // [32]
+  float* qinv_s = l_s + kHeads;                                                // [32] 1 / c_h
+  std::uint64_t* full_s = reinterpret_cast<std::uint64_t*>(qinv_s + kHeads);   // [2] ring slots landed
+  int* flag_s = reinterpret_cast<int*>(full_s + 2);         // [2] by tile parity: some column's maximum moved
+  float* peer_ml_s = reinterpret_cast<float*>(flag_s + 2);  // [8 ranks][m, l][32 heads]: the cluster's m and l
+  std::int32_t* idx_s = reinterpret_cast<std::int32_t*>(peer_ml_s + 8 * 2 * kHeads);
+
+  const Thread th = this_thread();
+  const int tid = th.tid, wg = th.wg;
+  const CtaWork work = cta_work(p);
+  // Distributed shared memory may be written only once its CTA has started: every thread arrives
+  // here and waits (long after) before the first remote store (the m and l pushed at the end).
+  if (clustered) cluster_arrive_relaxed();
+  const int stages = p.stages, n_tiles = work.n_tiles;
+
+  // Prologue: the math warps' Q rows and the indices; the producers' ring barriers.
+  uint4 qc[4][3];
+  if (wg < 2) {
+    load_q_rows(p, work, th, qc);
+    store_indices(p, idx_s, work, tid);
+  } else {
+    init_ring(full_s, stages, tid);
+  }
+  probe.stamp(0, tid);  // the indices stored (their loads returned)
+  probe.stamp(1, tid);  // (no block-wide barrier here: the same as stamp 0)
+  if (wg == 2) {
+    producer<kPks>(p, ring, idx_s, full_s, kv_s, work, th, clustered, probe);
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kMathRegs<kPks>));
+  probe.stamp(10, tid);
+  float cs_row[4];
+  q_row_scales(qc, qinv_s, th, cs_row, probe);
+  store_q(qc, cs_row, qn_s, qr_s, th);
+  probe.stamp(11, tid);  // Q converted
+  // O^T accumulators of this warpgroup: m-block mb holds positions 256 wg + 64 mb + 16 wl + g
+  // (+8), heads 8 j + 2 t4 (+1) at [mb][4 j + {0, 1} (+2 for +8)]. Softmax state of this thread's
+  // 4 S^T columns (heads 16 wg + 8 j + 2 t4 + e, index 2 j + e): the running maximum (the same in
+  // every thread of the column) and this thread's share of l.
+  float oacc[4][16], m_run[4], l_part[4], qinv[4];
+  zero_state(oacc, m_run, l_part);
+  if (tid == 0) flag_s[0] = flag_s[1] = 0;
+  named_sync(kBarMath, kMathThreads);
+  probe.stamp(12, tid);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) qinv[c] = qinv_s[16 * wg + 8 * (c >> 1) + 2 * th.t4 + (c & 1)] * p.scale_log2;
+
+  const Operands op = operands(kv_s, qn_s, qr_s, p_s, th);
+
+  // The tile loop: one serial chain per tile in the math warps.
+  named_sync(kBarInit, kThreads);  // the ring's mbarriers are initialised
+  int slot = 0;
+  std::uint32_t parity = 0;  // of the slots' mbarrier phases, flipped at each pass over the ring
+  probe.lap(7);              // prologue
+  probe.stamp(2, tid);
+  for (int it = 0; it < n_tiles; ++it) {
+    mbar_wait(&full_s[slot], parity);  // tile it has landed
+    probe.lap(0);
+    const std::uint8_t* stage = ring + slot * kStageBytes;
+    std::uint32_t a[16][4], ra[2][4];
+    load_k(stage, th, op.t0, a, ra);
+    // The slot goes back to the producer (which waits only for tiles it still has to load; with
+    // the producer conversion it refills a slot once it has converted it).
+    if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);
+    slot = slot + 1 == stages ? 0 : slot + 1;
+    parity ^= slot == 0 ? 1u : 0u;
+    probe.lap(1);
+    float sfull[16], sacc[8];
+    issue_scores(a, ra, op.q_desc, op.qr_desc, sfull);
+    wgmma_wait_all();  // this S^T and the previous tile's O^T
+    probe.lap(2);
+    store_v_and_swap<kPks>(a, sfull, op.kv_m, xchg_s, flag_s, th, it, sacc);
+    probe.lap(3);
+    const bool rescale_any =
+        softmax<kPks>(sacc, qinv, idx_s + it * kTile, m_run, l_part, red_s, alpha_s, flag_s, op.p_m, th, it, probe);
+    probe.lap(5);
+    issue_output(alpha_s, rescale_any, op.v_desc, op.p_desc, th.t4, oacc);
+    probe.lap(6);
+  }
+  probe.stamp(3, tid);  // the loop issued its last O^T
+  wgmma_wait_all();     // the last tile's O^T
+  probe.stamp(4, tid);
+  probe.store_phases(wg, tid, n_tiles);
+
+  // Epilogue: l and m per head, then the splits' combine in the cluster, or the output.
+  reduce_l<kClusterSplits>(p, work, l_part, m_run, red_s, m_s, l_s, peer_ml_s, th, clustered);
+  probe.stamp(5, tid);  // l reduced
+  if (clustered) {
+    cluster_combine<kClusterSplits>(p, work, oacc, kv_s, p_s, peer_ml_s, th, probe);
+    probe.cta_span(tid);
+    return;
+  }
+  store_output(p, work, oacc, l_s, th);
+  if (p.splits > 1)
+    combine_if_last(p, work.b, work.head0, reinterpret_cast<float*>(kv_s), reinterpret_cast<int*>(l_s), tid);
+  probe.cta_span(tid);
 }
 
 }  // namespace

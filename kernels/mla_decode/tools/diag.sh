@@ -6,7 +6,7 @@
 # kernel side by side. The wgmma kernel is built with per-phase clock64 sums too
 # (-DABTRACK_WGMMA_PHASES: CTA 0's, printed when the outputs are downloaded). Diagnostic only:
 # the patched outputs are wrong by design (check fails).
-# DIAG_FLAGS adds nvcc flags (e.g. DIAG_FLAGS=-DABTRACK_WGMMA_PRODUCERS=4).
+# DIAG_FLAGS adds nvcc flags (e.g. DIAG_FLAGS=-Xptxas=-v).
 # Usage (repository root, GPU machine):
 #   bash kernels/mla_decode/tools/diag.sh ["--warps 8 --tile 32 --stages 2"]
 #   bash kernels/mla_decode/tools/diag.sh "--math wgmma --warps 8 --tile 64 --stages 2"
@@ -28,16 +28,16 @@ patch("cuda_runner.cu", "  p.scale_log2 = d.scale_log2;",
       "  p.scale_log2 = d.scale_log2;")
 patch("cuda_runner.cu", '#include "mla_decode_kernels.cuh"', '#include "mla_decode_kernels.cuh"\n#include <cstdlib>')
 # The mma.sync/FMA kernels: the compute warps issue the gathers.
-patch("mla_decode_kernels.cu", "  auto issue = [&](int tile, int slot) {\n",
-      "  auto issue = [&](int tile, int slot) {\n    if (p.debug_mode == 2 && tile >= stages) return;\n")
-patch("mla_decode_kernels.cu", "    // S = Q K^T straight from the raw fp8 rows",
-      "    if (p.debug_mode == 1) continue;\n    // S = Q K^T straight from the raw fp8 rows")
+patch("mla_decode_kernels.cu", "  std::uint8_t* dst = raw_s + slot * (T * kTokenBytes) + lane * 16;\n",
+      "  if (p.debug_mode == 2 && tile >= p.stages) return;\n  std::uint8_t* dst = raw_s + slot * (T * kTokenBytes) + lane * 16;\n")
+patch("mla_decode_kernels.cu", "    scores<W, T, kFma, kBits>(",
+      "    if (p.debug_mode == 1) continue;\n    scores<W, T, kFma, kBits>(")
 # The wgmma kernel: the producer warps announce empty copies; the math warps hand each slot back
 # at once (and, with the producer conversion, pass its two barriers; the producers still convert
 # their k-steps of the V tile, so "gathers alone" includes that conversion).
-patch("mla_decode_wgmma.cu", "      std::uint8_t* dst = ring + slot * kStageBytes;\n",
-      "      std::uint8_t* dst = ring + slot * kStageBytes;\n      if (p.debug_mode == 2 && i >= stages) {\n"
-      "        if (lane == 0) mbar_expect(&full_s[slot], 0);\n        return;\n      }\n")
+patch("mla_decode_wgmma.cu", "  std::uint8_t* dst = ring + slot * kStageBytes;\n",
+      "  std::uint8_t* dst = ring + slot * kStageBytes;\n  if (p.debug_mode == 2 && i >= p.stages) {\n"
+      "    if (lane == 0) mbar_expect(&full_s[slot], 0);\n    return;\n  }\n")
 patch("mla_decode_wgmma.cu", "    const std::uint8_t* stage = ring + slot * kStageBytes;\n",
       "    const std::uint8_t* stage = ring + slot * kStageBytes;\n    if (p.debug_mode == 1) {\n"
       "      if (kPks == 0 && it + stages < n_tiles) named_arrive(kBarEmpty + slot, kRingThreads);\n"
