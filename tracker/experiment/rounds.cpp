@@ -90,7 +90,7 @@ struct Noise {
   double mean = 0, sd = 0;
   std::string from;
 };
-std::optional<Noise> round_noise(const plan::Plan& plan, const record::CellRuns& base, const record::CellRuns& cell,
+std::optional<Noise> round_noise(const record::CellRuns& base, const record::CellRuns& cell,
                                  const std::string& metric) {
   bool sequential = false;
   const auto rounds = record::paired_rounds(base, cell, metric, sequential);
@@ -271,7 +271,7 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
     if (!is_variant(plan, c.cell)) continue;
     const auto* base = find_cell(cells, *plan.baseline_for(c.cell));
     std::optional<Noise> noise;
-    if (base && c.latest() && base->latest()) noise = round_noise(plan, *base, c, primary->name);
+    if (base && c.latest() && base->latest()) noise = round_noise(*base, c, primary->name);
     if (!noise) {
       lines.push_back(
           fmt::format("{}: no recorded pools to judge by (needs 2 runs of it and of its baseline, or 2 paired rounds)",

@@ -124,7 +124,7 @@ Environment probe_environment() {
       if (!model.empty()) names.push_back(model);
     }
     std::sort(names.begin(), names.end());
-    for (auto& n : names) e.gpus.push_back(Gpu{std::move(n), "", e.driver, {}, {}, {}, {}});
+    for (auto& n : names) e.gpus.push_back(Gpu{std::move(n), "", e.driver, {}, {}, {}, {}, {}});
   }
   // Runfile and pip installs leave no version.json; the folder name (cuda-13.0) says it.
   std::error_code ec;

@@ -14,8 +14,6 @@
 namespace abtrack::stats {
 namespace {
 
-constexpr double inf = std::numeric_limits<double>::infinity();
-
 bool one_value(const std::vector<ProbeRound>& rounds, std::vector<double> ProbeRound::*arm) {
   const double first = ((rounds.front()).*arm).front();
   for (const auto& r : rounds)
