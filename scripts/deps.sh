@@ -28,7 +28,9 @@ abtrack_install_deps() {
 
 # Configures $1 (default build/) when it has no cache yet and builds the targets named after it
 # (everything when none) with every core. -g1 (functions and line tables: what a backtrace or
-# perf needs) instead of -g compiles in two thirds of the time.
+# perf needs) instead of -g compiles in two thirds of the time, and a unity build (each
+# library's sources compiled as a few merged files) in half the time again: these scripts build
+# from scratch; an incremental build of your own needs neither.
 abtrack_build() {
   local dir=${1:-build}
   shift || true
@@ -36,7 +38,7 @@ abtrack_build() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-      >/dev/null || exit 3
+      -DCMAKE_UNITY_BUILD=ON >/dev/null || exit 3
   fi
   local targets=()
   [ $# -gt 0 ] && targets=(--target "$@")

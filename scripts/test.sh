@@ -24,14 +24,14 @@ part "the suite"
 # are left out: their tests test CUDA/CPU kernels, not abtrack). It links Debian's shared libgit2
 # and friends (ABTRACK_LINK_STATIC=OFF): tests/lsan.supp names those libraries, and the shared
 # fallback gets tested too (build/ tests the static link). -O1 and line tables: stack traces
-# name the line, and the build costs less.
+# name the line, and the build costs less; a unity build, as build/ (scripts/deps.sh).
 targets=()
 [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ] && targets+=(abtrack abtrack_unit_tests)
 [ "${ABTRACK_CI_FUZZ:-1}" != 0 ] && targets+=(fuzz_plan fuzz_metrics fuzz_regions)
 [ ${#targets[@]} -gt 0 ] || exit 0
 cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DABTRACK_SANITIZE=ON -DABTRACK_ENABLE_FUZZ=ON \
-  -DABTRACK_LINK_STATIC=OFF -DABTRACK_ENABLE_CUDA=OFF >/dev/null || exit 3
+  -DABTRACK_LINK_STATIC=OFF -DABTRACK_ENABLE_CUDA=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null || exit 3
 cmake --build build-asan -j "$(nproc)" --target "${targets[@]}" || exit 3
 part "build-asan/"
 # 1. The unit and e2e tests again, under the sanitizers, but for the statistics' Monte-Carlo

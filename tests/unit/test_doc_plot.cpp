@@ -62,7 +62,7 @@ TEST_CASE("the plot sits beside the document and is linked relative to it") {
 }
 
 // How often `needle` occurs in `hay`.
-std::size_t count(const std::string& hay, const std::string& needle) {
+std::size_t occurrences(const std::string& hay, const std::string& needle) {
   std::size_t n = 0;
   for (auto at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + needle.size())) ++n;
   return n;
@@ -75,15 +75,15 @@ TEST_CASE("the SVG plot: one series per variant, a point with CI whiskers per x 
   REQUIRE(svg.has_value());
   CHECK(svg->rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
   CHECK(svg->ends_with("</svg>\n"));
-  CHECK(count(*svg, "<g class=\"panel\"") == 1);  // one metric with better:
+  CHECK(occurrences(*svg, "<g class=\"panel\"") == 1);  // one metric with better:
   CHECK(svg->find("data-metric=\"t\"") != std::string::npos);
   CHECK(svg->find("t (us): median with 95% CI, lower is better") != std::string::npos);
-  CHECK(count(*svg, "<g class=\"series\"") == 2);
+  CHECK(occurrences(*svg, "<g class=\"series\"") == 2);
   CHECK(svg->find("data-variant=\"warps=4\"") != std::string::npos);
   CHECK(svg->find("data-variant=\"warps=8\"") != std::string::npos);
-  CHECK(count(*svg, "<g class=\"point\"") == 6);  // 2 variants x 3 batches
-  CHECK(count(*svg, "<path class=\"ci\"") == 6);
-  CHECK(count(*svg, "<g class=\"entry\"") == 2);               // the legend
+  CHECK(occurrences(*svg, "<g class=\"point\"") == 6);  // 2 variants x 3 batches
+  CHECK(occurrences(*svg, "<path class=\"ci\"") == 6);
+  CHECK(occurrences(*svg, "<g class=\"entry\"") == 2);         // the legend
   CHECK(svg->find("batch (log scale)") != std::string::npos);  // 16..128
   // The median of 100..107 is 103.5, its 95% CI [100, 106] from stats::median_ci at n=8.
   CHECK(svg->find("data-x=\"16\" data-median=\"103.5\" data-lo=\"100\" data-hi=\"106\"") != std::string::npos);
@@ -91,7 +91,7 @@ TEST_CASE("the SVG plot: one series per variant, a point with CI whiskers per x 
   // A failed cell's latest run is not plotted.
   auto runs = all_runs(p);
   runs[5].data.outcome = runner::Outcome::fail;
-  CHECK(count(*doc::plot_svg(p, runs), "<g class=\"point\"") == 5);
+  CHECK(occurrences(*doc::plot_svg(p, runs), "<g class=\"point\"") == 5);
 }
 
 TEST_CASE("plan text reaches the SVG only escaped") {
@@ -116,8 +116,8 @@ metrics: {t: {json: t, better: higher, unit: "µs<&>"}}
   CHECK(svg->find("&lt;/text&gt;&lt;script&gt;x&lt;/script&gt;") != std::string::npos);  // a categorical x tick
   CHECK(svg->find("b&amp;c") != std::string::npos);
   CHECK(svg->find("t (µs&lt;&amp;&gt;): median with 95% CI, higher is better") != std::string::npos);
-  CHECK(count(*svg, "<g class=\"series\"") == 1);  // one axis: one series, named after the metric
-  CHECK(count(*svg, "<g class=\"point\"") == 2);
+  CHECK(occurrences(*svg, "<g class=\"series\"") == 1);  // one axis: one series, named after the metric
+  CHECK(occurrences(*svg, "<g class=\"point\"") == 2);
 }
 
 TEST_CASE("the summary warns about identical artifacts of different variants and mixed machines") {

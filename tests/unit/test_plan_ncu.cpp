@@ -11,17 +11,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kHead = "experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\ncommand: bench --warps {warps}\nmetrics:\n";
+const std::string kNcuHead =
+    "experiment: e\ndoc: d.md\naxes: {warps: [4, 8]}\ncommand: bench --warps {warps}\nmetrics:\n";
 
-plan::Plan parse(const std::string& rest) {
+plan::Plan parse_ncu(const std::string& rest) {
   fs::path root = fs::temp_directory_path() / "abtrack-unit-root";
   fs::create_directories(root);
-  return plan::parse_plan(kHead + rest, "abtrack.yaml", root);
+  return plan::parse_plan(kNcuHead + rest, "abtrack.yaml", root);
 }
 
 std::vector<std::string> errors(const std::string& rest) {
   try {
-    parse(rest);
+    parse_ncu(rest);
   } catch (const Error& e) {
     CHECK(e.code() == Exit::usage);
     std::vector<std::string> out;
@@ -41,7 +42,7 @@ bool any_has(const std::vector<std::string>& v, const std::string& text) {
 }  // namespace
 
 TEST_CASE("ncu: a metric with kernel and launch loads; the default launch is the first") {
-  auto p = parse(
+  auto p = parse_ncu(
       "  dram: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: 'decode_{warps}', launch: 3, better: lower}\n"
       "  regs: {ncu: launch__registers_per_thread}\n");
   REQUIRE(p.metrics.size() == 2);
@@ -57,7 +58,7 @@ TEST_CASE("ncu: a metric with kernel and launch loads; the default launch is the
 }
 
 TEST_CASE("ncu: the occupancy set becomes one metric per entry, with units") {
-  auto p = parse("  t: {json: t}\n  occ: {ncu: occupancy, kernel: decode, launch: 1}\ngates: [occ_dram < 90]\n");
+  auto p = parse_ncu("  t: {json: t}\n  occ: {ncu: occupancy, kernel: decode, launch: 1}\ngates: [occ_dram < 90]\n");
   REQUIRE(p.metrics.size() == 1 + plan::ncu_set("occupancy")->size());
   const auto* regs = p.metric("occ_regs");
   REQUIRE(regs);
@@ -102,7 +103,7 @@ TEST_CASE("ncu: mistakes are plan errors at their place") {
 }
 
 TEST_CASE("artifacts: a mapping names a build log and a kernel regex") {
-  auto p = parse(
+  auto p = parse_ncu(
       "  t: {json: t}\nartifacts:\n  - build/a.cubin\n  - {path: 'build/k-{warps}.cubin', build_log: build/ptxas.log, kernel: decode}\n");
   REQUIRE(p.artifacts.size() == 2);
   REQUIRE(p.artifact_options.size() == 2);

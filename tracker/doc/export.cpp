@@ -21,7 +21,7 @@ bool is_compared(const std::vector<const plan::Metric*>& compared, const plan::M
   return std::find(compared.begin(), compared.end(), &m) != compared.end();
 }
 
-Value median_of(const std::map<std::string, std::vector<double>>& samples, const std::string& name) {
+Value median_value(const std::map<std::string, std::vector<double>>& samples, const std::string& name) {
   auto it = samples.find(name);
   if (it == samples.end() || it->second.empty()) return {};
   return stats::median(it->second);
@@ -131,7 +131,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
       for (const auto& [name, s] : pooled) n = std::max(n, s.size());
       row.push_back(c.latest() ? Value(static_cast<double>(n)) : Value());
       row.push_back(c.latest() ? std::string(runner::to_string(c.outcome())) : std::string("pending"));
-      for (const auto& m : plan.metrics) row.push_back(median_of(pooled, m.name));
+      for (const auto& m : plan.metrics) row.push_back(median_value(pooled, m.name));
       if (deltas)
         for (const auto& m : plan.metrics) {
           if (!is_compared(compared, m)) continue;
@@ -158,7 +158,7 @@ ExportTable export_table(const plan::Plan& plan, const std::vector<record::Recor
       row.push_back(it == r.cell.end() ? Value() : axis_value(it->second));
     }
     row.push_back(std::string(runner::to_string(r.data.outcome)));
-    for (const auto& m : plan.metrics) row.push_back(median_of(r.data.samples, m.name));
+    for (const auto& m : plan.metrics) row.push_back(median_value(r.data.samples, m.name));
     if (deltas) {
       // The run's own comparison, as its result line and commit said: against the baseline's
       // pool when it ran, not today's (a later baseline run must not rewrite this row).

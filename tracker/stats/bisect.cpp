@@ -34,8 +34,6 @@ double median_of(std::vector<double> x) {
   return x.size() % 2 ? x[h] : (x[h - 1] + x[h]) / 2;
 }
 
-double to_pct(double log_ratio) { return std::expm1(log_ratio) * 100; }
-
 double mean_of(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v;
@@ -185,9 +183,9 @@ ProbeEstimate classify_probe(const std::vector<ProbeRound>& all_rounds, Better b
   const RoundSeries change = round_series(arms, w_change, names);
   const RoundSeries full = round_series(arms, w_full, names);
   const double full_mean = mean_of(full.values);
-  e.full_pct = to_pct(full_mean);
+  e.full_pct = pct_of_log_ratio(full_mean);
   e.contrast = mean_of(contrast.values);
-  e.change_pct = to_pct(mean_of(change.values));
+  e.change_pct = pct_of_log_ratio(mean_of(change.values));
   const double full_oriented = sign * full_mean;
   if (full_oriented > 0) e.theta = 0.5 + e.contrast / full_oriented;
 
@@ -206,7 +204,7 @@ ProbeEstimate classify_probe(const std::vector<ProbeRound>& all_rounds, Better b
   const RoundEstimate c = estimate_rounds(contrast, alpha, true, g);
   const RoundEstimate d = estimate_rounds(change, alpha, true, g);
   e.basis = c.basis;
-  if (d.ci.bounded()) e.change_ci_pct = Interval{to_pct(d.ci.lo), to_pct(d.ci.hi)};
+  if (d.ci.bounded()) e.change_ci_pct = Interval{pct_of_log_ratio(d.ci.lo), pct_of_log_ratio(d.ci.hi)};
   if (!c.ci.bounded()) {
     e.why = c.basis == PairedBasis::none && !c.why.empty()
                 ? c.why

@@ -17,4 +17,7 @@ struct Interval {
   bool contains(double x) const { return lo <= x && x <= hi; }
 };
 
+// A change in percent from a log ratio: (exp(x) - 1) * 100, keeping infinities.
+inline double pct_of_log_ratio(double log_ratio) { return std::expm1(log_ratio) * 100; }
+
 }  // namespace abtrack::stats

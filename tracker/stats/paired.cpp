@@ -29,9 +29,6 @@ Verdict decide_exact(double change_pct, const CompareOptions& options) {
   return Verdict::same;
 }
 
-// (exp(x) - 1) * 100, keeping infinities.
-double to_pct(double log_ratio) { return std::expm1(log_ratio) * 100; }
-
 // The t quantile, remembered: an experiment's comparisons ask for few distinct (p, df).
 double t_quantile(double p, double df) {
   static std::mutex mutex;
@@ -244,10 +241,10 @@ Comparison compare_paired(const std::vector<RoundPair>& rounds, const CompareOpt
   c.sigma_between_pct = e.sigma_between * 100;
   c.df = e.df;
   c.ratio = std::exp(e.mean);
-  c.delta_pct = to_pct(e.mean);
+  c.delta_pct = pct_of_log_ratio(e.mean);
   c.p_value = e.p_value;
   c.method = UMethod::asymptotic;
-  c.delta_ci_pct = e.ci.bounded() ? Interval{to_pct(e.ci.lo), to_pct(e.ci.hi)} : Interval{};
+  c.delta_ci_pct = e.ci.bounded() ? Interval{pct_of_log_ratio(e.ci.lo), pct_of_log_ratio(e.ci.hi)} : Interval{};
   if (!e.why.empty()) c.notes.push_back(e.why);
   if (e.basis == PairedBasis::none) {
     c.min_p = 1;
