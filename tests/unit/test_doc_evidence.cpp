@@ -242,3 +242,19 @@ TEST_CASE("evidence: a pending baseline gives no bullet; a revision is compared 
   CHECK(doc::evidence(rev, rcr).ends_with(
       "\n- **rev=new** vs rev=old: ncu: CTAs/SM 1 → 1, limit: registers+shared memory → registers\n"));
 }
+
+TEST_CASE("code_changes: a kernel in an anonymous namespace is one kernel in two builds, named short") {
+  // nvcc names an anonymous namespace after the file's path and a hash: two revisions' trees
+  // give the same kernel two mangled names.
+  auto nvcc_name = [](const std::string& hash, const std::string& kernel = "decode") {
+    std::string ns = "_GLOBAL__N__" + hash + "_21_mla_decode_kernels_cu_5a3c5c6c";
+    return "_ZN7abtrack" + std::to_string(ns.size()) + ns + std::to_string(kernel.size()) + kernel + "ILi8EEEvPKf";
+  };
+  auto base = facts(160, 0), var = facts(168, 0);
+  base.kernels[0].name = nvcc_name("e0c8f1a4");
+  var.kernels[0].name = nvcc_name("77d0b2e9");
+  CHECK(doc::code_changes(base, var) == "decode<8>: regs 160 → 168");
+  // A different kernel in the same namespace is still another kernel.
+  var.kernels[0].name = nvcc_name("77d0b2e9", "encode");
+  CHECK(doc::code_changes(base, var) == "encode<8>: only here (regs 168); decode<8>: only in the baseline");
+}

@@ -1,6 +1,7 @@
 #include "doc/evidence.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -19,21 +20,51 @@ constexpr std::size_t kMaxBullets = 30;
 constexpr std::size_t kMaxKernels = 4;
 constexpr std::size_t kMaxNameChars = 40;
 
-// "tidy" from "_Z4tidyPKfPfi", a long template name cut short.
+// "tidy" from "_Z4tidyPKfPfi", "decode<8, 64>" from "ns::(anonymous namespace)::decode<8, 64>(...)",
+// a long template name cut short.
 std::string short_name(const std::string& mangled) {
   std::string s = runner::demangle(mangled);
-  // Drop the parameter list: the last '(' at template depth 0.
-  int depth = 0;
-  std::size_t paren = std::string::npos;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') ++depth;
-    else if (s[i] == '>') --depth;
-    else if (s[i] == '(' && depth == 0) paren = i;
-  }
-  if (paren != std::string::npos && paren > 0) s.resize(paren);
   if (s.starts_with("void ")) s.erase(0, 5);
+  // Drop the parameter list (the last '(' at template depth 0), then the qualifiers (up to the
+  // last "::" at depth 0): the documents show many kernels of one namespace.
+  auto last_at_depth0 = [&](std::string_view what) {
+    int depth = 0;
+    std::size_t found = std::string::npos;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '<') ++depth;
+      else if (s[i] == '>') --depth;
+      else if (depth == 0 && s.compare(i, what.size(), what) == 0) found = i;
+    }
+    return found;
+  };
+  if (auto paren = last_at_depth0("("); paren != std::string::npos && paren > 0) s.resize(paren);
+  if (auto colons = last_at_depth0("::"); colons != std::string::npos && colons + 2 < s.size()) s.erase(0, colons + 2);
   if (s.size() > kMaxNameChars) s = s.substr(0, kMaxNameChars - 1) + "…";
   return s;
+}
+
+// A kernel's mangled name without what differs between two builds of one source: nvcc names an
+// anonymous namespace after the file's path and a hash, so the trees of two revisions give one
+// kernel two names. Itanium mangling gives the namespace's length first, which bounds the cut.
+std::string stable_name(const std::string& mangled) {
+  static constexpr std::string_view kAnonymous = "_GLOBAL__N_";
+  std::string out;
+  std::size_t from = 0;
+  for (auto at = mangled.find(kAnonymous); at != std::string::npos; at = mangled.find(kAnonymous, from)) {
+    std::size_t digits = at;
+    while (digits > from && std::isdigit(static_cast<unsigned char>(mangled[digits - 1]))) --digits;
+    std::size_t length = digits < at ? std::stoul(mangled.substr(digits, at - digits)) : 0;
+    if (length < kAnonymous.size() || at + length > mangled.size()) {
+      out.append(mangled, from, at + kAnonymous.size() - from);
+      from = at + kAnonymous.size();
+      continue;
+    }
+    out.append(mangled, from, digits - from);
+    out += "12_GLOBAL__N_1";  // GCC's name for every anonymous namespace
+    from = at + length;
+  }
+  out.append(mangled, from);
+  return out;
 }
 
 // The short names of the SASS classes, as the document shows them.
@@ -174,6 +205,9 @@ double as_recorded(double v) { return std::round(v * 1000) / 1000; }
 }  // namespace
 
 std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& var) {
+  auto same_kernel = [](const metrics::KernelFacts& a, const metrics::KernelFacts& b) {
+    return a.arch == b.arch && stable_name(a.name) == stable_name(b.name);
+  };
   std::vector<std::string> kernels;
   std::size_t more = 0;
   auto add = [&](std::string text) {
@@ -182,7 +216,7 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
   };
   for (const auto& k : var.kernels) {
     auto it = std::find_if(base.kernels.begin(), base.kernels.end(),
-                           [&](const metrics::KernelFacts& b) { return b.name == k.name && b.arch == k.arch; });
+                           [&](const metrics::KernelFacts& b) { return same_kernel(b, k); });
     if (it == base.kernels.end()) {
       add(fmt::format("{}: only here (regs {})", short_name(k.name), value_text(k.registers)));
       continue;
@@ -191,7 +225,7 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
   }
   for (const auto& b : base.kernels)
     if (std::none_of(var.kernels.begin(), var.kernels.end(),
-                     [&](const metrics::KernelFacts& k) { return k.name == b.name && k.arch == b.arch; }))
+                     [&](const metrics::KernelFacts& k) { return same_kernel(b, k); }))
       add(fmt::format("{}: only in the baseline", short_name(b.name)));
   std::string out = fmt::format("{}", fmt::join(kernels, "; "));
   if (more) out += fmt::format("; and {} more kernels", more);
