@@ -154,6 +154,30 @@ expect_rc 0 ab run --rounds auto --max-rounds 3 --seed 5
 expect_contains "$ERR" "v=same: undecided after 3 rounds (max_rounds 3)"
 expect_eq "$(run_commits)" 6 "--max-rounds 3 over the default 20"
 
+step "an unfinished rounds: auto batch is continued by the next run, not started over"
+# The first run stops at --max-rounds 3, undecided, below the plan's max_rounds 6 (as a budget
+# or an interrupted run stops one): the next `run` adds rounds 4-6 to the same batch, judged
+# with the first three; once the batch is finished, `run` has nothing to do.
+setup_repo auto-resume resume "base, same" base "rounds: auto" "max_rounds: 6"
+echo 0 >"$COUNT"
+expect_rc 0 ab run --seed 5 --max-rounds 3
+expect_contains "$ERR" "v=same: undecided after 3 rounds (max_rounds 3)"
+batch=$(json runs/resume/0001.json 'd["schedule"]["batch"]')
+expect_rc 0 ab run --seed 6
+expect_contains "$ERR" "continuing batch $batch after its round 3"
+expect_contains "$ERR" "v=same: undecided after 6 rounds (max_rounds 6)"
+expect_eq "$(run_commits)" 12 "rounds 4-6 of both cells added"
+expect_eq "$(last_round resume)" 6 "the records go on from round 4"
+expect_eq "$(json runs/resume/0012.json 'd["schedule"]["batch"]')" "$batch" "in the same batch"
+expect_rc 0 ab check
+expect_match "$OUT" '^v=same .*\(paired ×6 \(auto' "check judges the batch's 6 rounds together"
+expect_rc 0 ab run
+expect_contains "$ERR" "nothing to do" "a finished batch is not continued"
+expect_eq "$(run_commits)" 12
+expect_rc 0 ab run --all --max-rounds 2 --seed 7
+expect_not_contains "$ERR" "continuing" "--all starts a new batch"
+expect_true "with a new id" test "$(json runs/resume/0016.json 'd["schedule"]["batch"]')" != "$batch"
+
 # The per-round medians tie (the same ratio of medians in both rounds), the samples vary: that is
 # no exact change, and 2 rounds cannot show that +0.4% is beyond min_effect 0.5%. Each trial is new
 # code (a comment in bench.sh: a new pool), with the counter from its seed; the seeds are ones

@@ -151,6 +151,12 @@ expect_contains "$ERR" "rev=same: undecided after 4 rounds (max_rounds 4)"
 expect_eq "$(run_commits)" 8 "4 rounds x 2 revisions"
 expect_rc 0 ab check
 expect_not_match "$OUT" '^rev=same .* (better|worse) ' "no better/worse verdict"
+# Stopped undecided below a larger max_rounds, the batch is continued by the next run.
+expect_rc 0 ab run --rounds auto --max-rounds 6 --seed 6
+expect_contains "$ERR" "continuing batch $(json runs/revs/0001.json 'd["schedule"]["batch"]') after its round 4"
+expect_contains "$ERR" "rev=same: undecided after 6 rounds (max_rounds 6)"
+expect_eq "$(run_commits)" 12 "rounds 5 and 6 of both revisions"
+expect_eq "$(last_round)" 6
 
 step "rounds: auto with revisions and no baseline: an error at its line, nothing written"
 head_before=$(git rev-parse HEAD)

@@ -215,6 +215,16 @@ TEST_CASE("stats: the sequential interval is the anytime-valid t confidence sequ
   CHECK(*c.p_value >= *fixed.p_value);
 }
 
+TEST_CASE("stats: however clear the rounds, the sequential p cannot go below A^-((n-1)/2)") {
+  // docs/statistics.md, "How few rounds can decide": 1/31 after 3 rounds, 1/262 after 4 (g = 10),
+  // so Holm over 6 comparisons decides none after 3 rounds (0.19) and can after 4 (0.023).
+  CHECK(1 / sequential_bayes_factor(1e9, 3) == doctest::Approx(1.0 / 31).epsilon(1e-6));
+  CHECK(1 / sequential_bayes_factor(1e9, 4) == doctest::Approx(1 / std::pow(41.0, 1.5)).epsilon(1e-6));
+  CHECK(6 / sequential_bayes_factor(1e9, 3) > 0.05);
+  CHECK(6 / sequential_bayes_factor(1e9, 4) < 0.05);
+  CHECK(2 / sequential_bayes_factor(1e9, 3) > 0.05);
+}
+
 TEST_CASE("stats: compare_paired rejects what it cannot pair") {
   CHECK_THROWS_WITH_AS(compare_paired({}), doctest::Contains("no rounds"), abtrack::Error);
   CHECK_THROWS_WITH_AS(compare_paired({{{1, 2}, {}}}), doctest::Contains("round 1: B (variant): no samples"),

@@ -294,7 +294,7 @@ int cmd_run(const Args& args) {
   experiment::RevisionRunOptions revision_opts;
   for (const auto& s : a.rev_specs) experiment::add_revision_override(ctx.plan, s, revision_opts.overrides);
   if (!a.seed) a.seed = std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
-  const auto automatic = a.rounds.design(ctx.plan, *a.seed, a.opts.dry_run);
+  auto automatic = a.rounds.design(ctx.plan, *a.seed, a.opts.dry_run);
   // A dry run says, from the pools already recorded, how many rounds each design would need.
   if (a.opts.dry_run && ctx.plan.baseline)
     for (const auto& line : experiment::expected_rounds(ctx, automatic ? automatic->max_rounds : ctx.plan.max_rounds))
@@ -310,6 +310,12 @@ int cmd_run(const Args& args) {
   }
   std::size_t failed_left = 0;
   auto cells = a.all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, a.retry, &failed_left);
+  if (cells.empty() && automatic && !a.all)
+    if (auto unfinished = experiment::unfinished_auto_batch(ctx, automatic->max_rounds)) {
+      cells = unfinished->cells;
+      automatic->batch = unfinished->batch;
+      automatic->after_round = unfinished->rounds;
+    }
   if (cells.empty()) {
     info(args.global,
          fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)",

@@ -85,6 +85,17 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
     auto first = std::find_if(todo.front().begin(), todo.front().end(), needs_run);
     todo = {{first == todo.front().end() ? todo.front().front() : *first}};
   }
+  std::optional<AutoRounds> automatic = opts.automatic;
+  if (todo.empty() && automatic && !opts.all && !opts.only && !opts.step && !opts.group)
+    if (auto unfinished = unfinished_auto_batch(ctx, automatic->max_rounds)) {
+      for (auto& group : revision_groups(ctx.plan))
+        if (std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) {
+              return std::find(unfinished->cells.begin(), unfinished->cells.end(), c) != unfinished->cells.end();
+            }))
+          todo.push_back(std::move(group));
+      automatic->batch = unfinished->batch;
+      automatic->after_round = unfinished->rounds;
+    }
   if (todo.empty()) {
     progress.info(fmt::format(
         "every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
@@ -116,11 +127,11 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
       run_parallel(ctx, progress, schedule, 1, false, o, exit_code);
     else run_serial(ctx, progress, schedule, false, o, exit_code);
   };
-  if (opts.automatic && !opts.only && !opts.step) {
+  if (automatic && !opts.only && !opts.step) {
     runner::start_environment_probe();
     std::vector<record::Record> records;
     int round = 0;
-    run_auto_rounds(ctx, progress, todo, *opts.automatic, records, [&](const Scheduled& s) {
+    run_auto_rounds(ctx, progress, todo, *automatic, records, [&](const Scheduled& s) {
       RunOptions o = run;
       o.records = &records;
       o.setup_done = ++round > 1;

@@ -186,18 +186,21 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
         if (!present(*plan.baseline_for(c))) units.push_back({*plan.baseline_for(c)});
       }
   std::mt19937_64 rng(opts.seed);
-  const runner::Schedule base{1, opts.max_rounds, opts.seed, 1, new_batch_id(), true};
-  const std::vector<record::Record> head = opts.dry_run ? head_records(ctx) : std::vector<record::Record>{};
-  progress.info(fmt::format("rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}",
-                            opts.max_rounds, opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "",
-                            variants.size(), variants.size() == 1 ? "" : "s", opts.seed));
-  std::map<std::string, Standing> standing;
+  const bool resumed = !opts.batch.empty();
+  const runner::Schedule base{1, opts.max_rounds, opts.seed, 1, resumed ? opts.batch : new_batch_id(), true};
+  const std::vector<record::Record> head = opts.dry_run || resumed ? head_records(ctx) : std::vector<record::Record>{};
+  progress.info(fmt::format(
+      "rounds: auto, up to {} rounds{} of {} cell{}, order shuffled with seed {}{}", opts.max_rounds,
+      opts.budget_s ? fmt::format(" or {:g} s", *opts.budget_s) : "", variants.size(), variants.size() == 1 ? "" : "s",
+      opts.seed, resumed ? fmt::format("; continuing batch {} after its round {}", opts.batch, opts.after_round) : ""));
+  // A continued batch starts where it stood: its decided cells stay out of play.
+  std::map<std::string, Standing> standing = resumed ? judge(plan, head, variants) : std::map<std::string, Standing>{};
   std::map<std::string, int> decided_at;
   const auto start = std::chrono::steady_clock::now();
   double last_round_s = 0;
-  int rounds_run = 0;
+  int rounds_run = opts.after_round;
   std::string stop_reason = fmt::format("max_rounds {}", opts.max_rounds);
-  for (int r = 1; r <= opts.max_rounds; ++r) {
+  for (int r = opts.after_round + 1; r <= opts.max_rounds; ++r) {
     std::vector<Unit> play;
     for (const auto& u : units) {
       const bool needed = r == 1 || std::any_of(u.begin(), u.end(), [&](const plan::Cell& c) {
@@ -214,7 +217,7 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
       break;
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (opts.budget_s && r > 1 && elapsed + last_round_s > *opts.budget_s) {
+    if (opts.budget_s && r > opts.after_round + 1 && elapsed + last_round_s > *opts.budget_s) {
       stop_reason = fmt::format("the budget of {:g} s ({:.0f} s spent, a round takes {:.0f} s)", *opts.budget_s,
                                 elapsed, last_round_s);
       break;
@@ -252,6 +255,35 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
       progress.info(fmt::format("{}: undecided after {} round{} ({}){}", label, rounds_run, rounds_run == 1 ? "" : "s",
                                 stop_reason.empty() ? "stopped" : stop_reason, s.text.empty() ? "" : ": " + s.text));
   }
+}
+
+std::optional<UnfinishedBatch> unfinished_auto_batch(const Context& ctx, int max_rounds) {
+  const auto records = head_records(ctx);
+  auto latest = std::max_element(records.begin(), records.end(),
+                                 [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
+  if (latest == records.end() || !latest->data.schedule || !latest->data.schedule->sequential ||
+      latest->data.schedule->batch.empty())
+    return std::nullopt;
+  UnfinishedBatch out{latest->data.schedule->batch, 0, {}};
+  for (const auto& c : ctx.plan.cells()) {
+    const auto values = record::cell_values(ctx.plan, c);
+    for (const auto& r : records)
+      if (r.data.schedule && r.data.schedule->batch == out.batch && r.cell == values) {
+        out.rounds = std::max(out.rounds, r.data.schedule->round);
+        if (out.cells.empty() || !(out.cells.back() == c)) out.cells.push_back(c);
+      }
+  }
+  if (out.rounds >= max_rounds) return std::nullopt;
+  std::vector<plan::Cell> variants;
+  for (const auto& c : out.cells)
+    if (is_variant(ctx.plan, c)) variants.push_back(c);
+  const auto standing = judge(ctx.plan, records, variants);
+  const bool open = std::any_of(variants.begin(), variants.end(), [&](const plan::Cell& v) {
+    auto it = standing.find(ctx.plan.label(v));
+    return it == standing.end() || !it->second.decided;
+  });
+  if (!open) return std::nullopt;
+  return out;
 }
 
 std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
