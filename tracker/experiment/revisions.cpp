@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -112,12 +113,9 @@ GroupMembers group_members(pid_t group, const std::string& id) {
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string pid = e.path().filename().string();
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat;
-    try {
-      stat = util::read_file(e.path() / "stat");
-    } catch (const Error&) {
-      continue;
-    }
+    auto read_stat = util::try_read_file(e.path() / "stat");  // gone meanwhile: not a member
+    if (!read_stat) continue;
+    const std::string stat = std::move(read_stat).value();
     // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so from the last ')'.
     auto close = stat.rfind(')');
     if (close == std::string::npos) continue;
@@ -127,12 +125,9 @@ GroupMembers group_members(pid_t group, const std::string& id) {
     if (!(fields >> state >> ppid >> pgrp) || pgrp != group || state == "Z" || state == "X") continue;
     ++m.live;
     if (m.marked) continue;
-    std::string env;
-    try {
-      env = util::read_file(e.path() / "environ");
-    } catch (const Error&) {
-      continue;
-    }
+    auto read_env = util::try_read_file(e.path() / "environ");
+    if (!read_env) continue;
+    const std::string env = std::move(read_env).value();
     for (std::size_t at = 0; at < env.size() && !m.marked;) {
       auto end = env.find('\0', at);
       if (end == std::string::npos) end = env.size();
@@ -172,12 +167,8 @@ std::vector<std::pair<fs::path, std::string>> remove_partials(const fs::path& tr
     const std::string name = e.path().filename().string();
     if (!name.starts_with(".partial-")) continue;
     auto dash = name.rfind('-');
-    long pid = 0;
-    try {
-      pid = std::stol(name.substr(dash + 1));
-    } catch (...) {
-      pid = 0;
-    }
+    long pid = 0;  // stays 0 when the name holds no number
+    std::from_chars(name.data() + dash + 1, name.data() + name.size(), pid);
     if (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) continue;  // its writer may be at work
     std::error_code rec;
     fs::remove_all(e.path(), rec);
@@ -197,11 +188,10 @@ class BuildExecutor final : public runner::Executor {
     util::ProcessSpec s = spec;
     s.env.emplace_back(std::string(kBuildIdVariable), m_id);
     s.on_start = [this](int pid) {
-      try {
-        util::write_file_atomic(m_pid_file, fmt::format("{} {}\n", pid, m_id), util::Durability::ordinary);
-      } catch (const Error& e) {
-        m_progress.warn(e.diagnostics().front().message);
-      }
+      if (auto w =
+              util::try_write_file_atomic(m_pid_file, fmt::format("{} {}\n", pid, m_id), util::Durability::ordinary);
+          !w)
+        m_progress.warn(w.error());
     };
     auto r = util::run_process(s);
     std::error_code ec;
