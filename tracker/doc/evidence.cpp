@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -53,7 +54,8 @@ std::string stable_name(const std::string& mangled) {
   for (auto at = mangled.find(kAnonymous); at != std::string::npos; at = mangled.find(kAnonymous, from)) {
     std::size_t digits = at;
     while (digits > from && std::isdigit(static_cast<unsigned char>(mangled[digits - 1]))) --digits;
-    std::size_t length = digits < at ? std::stoul(mangled.substr(digits, at - digits)) : 0;
+    std::size_t length = 0;  // stays 0 without digits, or with too many to be a length
+    std::from_chars(mangled.data() + digits, mangled.data() + at, length);
     if (length < kAnonymous.size() || at + length > mangled.size()) {
       out.append(mangled, from, at + kAnonymous.size() - from);
       from = at + kAnonymous.size();

@@ -87,15 +87,12 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
   }
   std::optional<AutoRounds> automatic = opts.automatic;
   if (todo.empty() && automatic && !opts.all && !opts.only && !opts.step && !opts.group)
-    if (auto unfinished = unfinished_auto_batch(ctx, automatic->max_rounds)) {
+    if (auto unfinished = continue_unfinished_batch(ctx, *automatic))
       for (auto& group : revision_groups(ctx.plan))
         if (std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) {
-              return std::find(unfinished->cells.begin(), unfinished->cells.end(), c) != unfinished->cells.end();
+              return std::find(unfinished->begin(), unfinished->end(), c) != unfinished->end();
             }))
           todo.push_back(std::move(group));
-      automatic->batch = unfinished->batch;
-      automatic->after_round = unfinished->rounds;
-    }
   if (todo.empty()) {
     progress.info(fmt::format(
         "every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",

@@ -13,6 +13,7 @@
 #include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
 #include "stats/compare.hpp"
+#include "stats/interval.hpp"
 #include "stats/paired.hpp"
 #include "util/text.hpp"
 
@@ -257,33 +258,38 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
   }
 }
 
-std::optional<UnfinishedBatch> unfinished_auto_batch(const Context& ctx, int max_rounds) {
+std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, AutoRounds& opts) {
   const auto records = head_records(ctx);
   auto latest = std::max_element(records.begin(), records.end(),
                                  [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
   if (latest == records.end() || !latest->data.schedule || !latest->data.schedule->sequential ||
       latest->data.schedule->batch.empty())
     return std::nullopt;
-  UnfinishedBatch out{latest->data.schedule->batch, 0, {}};
+  const std::string& batch = latest->data.schedule->batch;
+  int rounds = 0;
+  std::vector<plan::Cell> cells, variants;
   for (const auto& c : ctx.plan.cells()) {
     const auto values = record::cell_values(ctx.plan, c);
+    bool ran = false;
     for (const auto& r : records)
-      if (r.data.schedule && r.data.schedule->batch == out.batch && r.cell == values) {
-        out.rounds = std::max(out.rounds, r.data.schedule->round);
-        if (out.cells.empty() || !(out.cells.back() == c)) out.cells.push_back(c);
+      if (r.data.schedule && r.data.schedule->batch == batch && r.cell == values) {
+        rounds = std::max(rounds, r.data.schedule->round);
+        ran = true;
       }
-  }
-  if (out.rounds >= max_rounds) return std::nullopt;
-  std::vector<plan::Cell> variants;
-  for (const auto& c : out.cells)
+    if (!ran) continue;
+    cells.push_back(c);
     if (is_variant(ctx.plan, c)) variants.push_back(c);
+  }
+  if (rounds >= opts.max_rounds) return std::nullopt;
   const auto standing = judge(ctx.plan, records, variants);
-  const bool open = std::any_of(variants.begin(), variants.end(), [&](const plan::Cell& v) {
-    auto it = standing.find(ctx.plan.label(v));
-    return it == standing.end() || !it->second.decided;
-  });
-  if (!open) return std::nullopt;
-  return out;
+  if (std::none_of(variants.begin(), variants.end(), [&](const plan::Cell& v) {
+        auto it = standing.find(ctx.plan.label(v));
+        return it == standing.end() || !it->second.decided;
+      }))
+    return std::nullopt;
+  opts.batch = batch;
+  opts.after_round = rounds;
+  return cells;
 }
 
 std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
@@ -315,7 +321,7 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
     };
     lines.push_back(fmt::format(
         "{}: {} {:+.1f}%, per-round noise {:.2f}% (from {}): fixed rounds {}, rounds: auto {} (max_rounds {})",
-        plan.label(c.cell), primary->name, std::expm1(noise->mean) * 100, noise->sd * 100, noise->from,
+        plan.label(c.cell), primary->name, stats::pct_of_log_ratio(noise->mean), noise->sd * 100, noise->from,
         show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, false,
                                     static_cast<std::size_t>(max_rounds))),
         show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, true,

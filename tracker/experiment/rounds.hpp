@@ -39,24 +39,18 @@ struct AutoRounds {
   std::uint64_t seed = 0;
   bool shuffle = true;  // shuffle the units in each round
   bool dry_run = false;
-  // Continue this batch (an unfinished one, see unfinished_auto_batch) after round `after_round`
-  // instead of starting a new one.
+  // Continue this batch after round `after_round` instead of starting a new one
+  // (continue_unfinished_batch sets them).
   std::string batch;
   int after_round = 0;
 };
 
-// A `rounds: auto` batch that stopped (its budget, an interrupted run) with a comparison still
-// undecided and rounds left before `max_rounds`.
-struct UnfinishedBatch {
-  std::string batch;
-  int rounds = 0;                 // the last round it ran
-  std::vector<plan::Cell> cells;  // the cells it ran, plan order
-};
-
-// The batch the experiment's latest run belongs to, when it is an unfinished `rounds: auto`
-// batch of `plan`'s cells; `run` continues it rather than starting over (a confidence sequence
-// stays valid however long it is watched, so the rounds of both invocations judge together).
-std::optional<UnfinishedBatch> unfinished_auto_batch(const Context& ctx, int max_rounds);
+// When the experiment's latest run belongs to a `rounds: auto` batch that stopped (its budget, an
+// interrupted run, a lower --max-rounds) with a comparison undecided and rounds left before
+// `opts.max_rounds`: points `opts` at that batch and returns the cells it ran, plan order, so that
+// `run` continues it rather than starting over (a confidence sequence stays valid however long it
+// is watched, so the rounds of both invocations judge together). Otherwise nullopt.
+std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, AutoRounds& opts);
 
 // Runs `rounds: auto` over `units`: round after round, each through `run_round` (one round's
 // schedule: the units still in play), judging after each round from 2 on the paired comparisons

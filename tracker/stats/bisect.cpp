@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "stats/quantile.hpp"
 #include "stats/samples.hpp"
 #include "util/error.hpp"
 
@@ -32,12 +33,6 @@ double median_of(std::vector<double> x) {
   std::sort(x.begin(), x.end());
   const std::size_t h = x.size() / 2;
   return x.size() % 2 ? x[h] : (x[h - 1] + x[h]) / 2;
-}
-
-double mean_of(const std::vector<double>& x) {
-  double s = 0;
-  for (double v : x) s += v;
-  return x.empty() ? 0 : s / static_cast<double>(x.size());
 }
 
 // Runs batches through `measure` until `decided` says so: the loop both steps share.
@@ -182,10 +177,10 @@ ProbeEstimate classify_probe(const std::vector<ProbeRound>& all_rounds, Better b
   const RoundSeries contrast = round_series(arms, w_contrast, names);
   const RoundSeries change = round_series(arms, w_change, names);
   const RoundSeries full = round_series(arms, w_full, names);
-  const double full_mean = mean_of(full.values);
+  const double full_mean = mean(full.values);
   e.full_pct = pct_of_log_ratio(full_mean);
-  e.contrast = mean_of(contrast.values);
-  e.change_pct = pct_of_log_ratio(mean_of(change.values));
+  e.contrast = mean(contrast.values);
+  e.change_pct = pct_of_log_ratio(mean(change.values));
   const double full_oriented = sign * full_mean;
   if (full_oriented > 0) e.theta = 0.5 + e.contrast / full_oriented;
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "stats/interval.hpp"
 #include "stats/normal.hpp"
 #include "stats/samples.hpp"
 #include "util/error.hpp"
@@ -79,11 +80,11 @@ class KthDifference {
 
 double LogShift::ratio() const { return std::exp(shift); }
 
-double LogShift::delta_pct() const { return std::expm1(shift) * 100; }
+double LogShift::delta_pct() const { return pct_of_log_ratio(shift); }
 
 Interval LogShift::delta_ci_pct() const {
   if (!ci.bounded()) return Interval{};
-  return Interval{std::expm1(ci.lo) * 100, std::expm1(ci.hi) * 100};
+  return Interval{pct_of_log_ratio(ci.lo), pct_of_log_ratio(ci.hi)};
 }
 
 double kth_log_difference(std::span<const double> a, std::span<const double> b, std::uint64_t k) {

@@ -39,12 +39,6 @@ double t_quantile(double p, double df) {
   return it->second;
 }
 
-double mean_of(std::span<const double> x) {
-  double s = 0;
-  for (double v : x) s += v;
-  return s / static_cast<double>(x.size());
-}
-
 }  // namespace
 
 std::string_view to_string(PairedBasis basis) {
@@ -108,7 +102,7 @@ RoundEstimate estimate_rounds(const RoundSeries& series, double alpha, bool sequ
   const std::size_t n = series.values.size();
   e.rounds = n;
   if (n == 0) return e;
-  e.mean = mean_of(series.values);
+  e.mean = mean(series.values);
   e.sigma_within = std::sqrt(series.within_var);
   if (n < 2) {
     e.why = "1 round cannot tell the change from an invocation's own offset (needs >= 2)";

@@ -1,6 +1,6 @@
 #pragma once
-// Sample quantiles (Hyndman-Fan type 8) and the distribution-free confidence interval of the
-// median from order statistics.
+// Sample quantiles (Hyndman-Fan type 8), the mean, and the distribution-free confidence interval
+// of the median from order statistics.
 #include <cstddef>
 #include <span>
 
@@ -16,6 +16,13 @@ double quantile(std::span<const double> samples, double q);
 // The sample median (the R8 quantile at 1/2, which is the usual median).
 // Throws abtrack::Error (Exit::usage) for empty samples or a non-finite sample.
 double median(std::span<const double> samples);
+
+// The arithmetic mean of `x`; 0 when it is empty.
+inline double mean(std::span<const double> x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return x.empty() ? 0 : s / static_cast<double>(x.size());
+}
 
 // Which order statistics bound the median's confidence interval for n samples.
 struct OrderStatisticCi {

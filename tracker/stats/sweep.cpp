@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "stats/interval.hpp"
 #include "util/error.hpp"
 
 namespace abtrack::stats {
@@ -27,7 +28,7 @@ SweepSummary geomean_ratios(std::span<const std::optional<double>> ratios) {
   if (s.cells > 0) {
     const double mean_log = log_sum / static_cast<double>(s.cells);
     s.ratio = std::exp(mean_log);
-    s.delta_pct = std::expm1(mean_log) * 100;
+    s.delta_pct = pct_of_log_ratio(mean_log);
   }
   if (s.missing > 0) {
     s.warning = fmt::format("the arms cover different cells: {} of {} cell{} left out of the geometric mean", s.missing,
