@@ -178,6 +178,31 @@ expect_rc 0 ab run --all --max-rounds 2 --seed 7
 expect_not_contains "$ERR" "continuing" "--all starts a new batch"
 expect_true "with a new id" test "$(json runs/resume/0016.json 'd["schedule"]["batch"]')" != "$batch"
 
+step "an unfinished batch is continued only on the kind of GPU it ran on"
+# Rounds on an H100 do not pair with rounds on an H200: `run` on another card refuses to go on
+# with the batch (exit 3, nothing recorded) and says how to start one there; on the same card,
+# another host's or not, it goes on. The cards are the fake NVML's (tests/fake_nvml/).
+FAKE=${ABTRACK_BUILD_DIR:-$E2E_DIR/../../build}/tests/libfakenvml.so
+[ -f "$FAKE" ] || die "the fake NVML is not built: $FAKE (cmake --build build --target fakenvml)"
+on() { local name=$1; shift; env ABTRACK_NVML_LIBRARY="$FAKE" FAKE_NVML_NAME="$name" "$ABTRACK" "$@"; }
+setup_repo auto-cards cards "base, same" base "rounds: auto" "max_rounds: 6"
+echo 0 >"$COUNT"
+expect_rc 0 on "Card A" run --seed 5 --max-rounds 3
+batch=$(json runs/cards/0001.json 'd["schedule"]["batch"]')
+expect_eq "$(json runs/cards/0006.json 'd["env"]["gpus"][0]["name"]')" "Card A"
+expect_rc 3 on "Card B" run --seed 6
+expect_contains "$ERR" "abtrack: error: the unfinished rounds: auto batch $batch (3 of 6 rounds) ran on Card A; this machine has Card B"
+expect_contains "$ERR" "abtrack run --all"
+expect_eq "$(run_commits)" 6 "nothing recorded on the other card"
+expect_eq "$(git status --porcelain)" "" "the work tree is as it was"
+expect_rc 0 on "Card A" run --seed 6
+expect_contains "$ERR" "continuing batch $batch after its round 3"
+expect_eq "$(run_commits)" 12 "rounds 4-6 on the same card"
+expect_rc 0 on "Card B" run --all --max-rounds 2 --seed 7
+expect_true "--all starts a batch on the other card" test "$(json runs/cards/0016.json 'd["schedule"]["batch"]')" != "$batch"
+expect_rc 0 ab check
+expect_match "$OUT" '^v=same .*\(paired ×2 \(auto' "the check reads the new card's pool: its 2 rounds, not the other card's 6"
+
 # The per-round medians tie (the same ratio of medians in both rounds), the samples vary: that is
 # no exact change, and 2 rounds cannot show that +0.4% is beyond min_effect 0.5%. Each trial is new
 # code (a comment in bench.sh: a new pool), with the counter from its seed; the seeds are ones

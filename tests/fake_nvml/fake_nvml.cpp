@@ -2,16 +2,21 @@
  * (tracker/runner/nvml.hpp), reporting GPUs that do what these environment variables say.
  * abtrack loads it when ABTRACK_NVML_LIBRARY names it.
  *
- *   FAKE_NVML_GPUS=N                 how many GPUs (default 1), "Fake GPU", UUID
- * GPU-fake0000-0000-0000-0000-00000000000<i> FAKE_NVML_INIT_FAIL=1            nvmlInit_v2 fails
- * (NVML_ERROR_DRIVER_NOT_LOADED) FAKE_NVML_BUSY_FROM_CALL=N       utilisation calls 1..N-1 (counted over all GPUs)
- * report an idle GPU (0%, clocks 345/1593 MHz, 80 W, 35 C, reason idle 0x1); from the Nth on busy (90%/40%, 1980/2619
- * MHz, 650 W, 60 C). Clocks, power and temperature follow the last utilisation call. Default 1: busy from the start
- *   FAKE_NVML_BUSY_POWER_W=W         the busy power draw (default 650)
- *   FAKE_NVML_THROTTLE_FROM_CALL=N   clock-event-reason calls from the Nth on (counted over all
- *                                    GPUs) add FAKE_NVML_THROTTLE (default 0x4, sw_power_cap)
- *   FAKE_NVML_NO_EVENT_REASONS=1     nvmlDeviceGetCurrentClocksEventReasons is "not found" (an old
- *                                    driver): only nvmlDeviceGetCurrentClocksThrottleReasons works
+ *   FAKE_NVML_GPUS=N                how many GPUs (default 1), with UUIDs
+ *                                   GPU-fake0000-0000-0000-0000-00000000000<i>
+ *   FAKE_NVML_NAME=NAME             their name (default "Fake GPU")
+ *   FAKE_NVML_INIT_FAIL=1           nvmlInit_v2 fails (NVML_ERROR_DRIVER_NOT_LOADED)
+ *   FAKE_NVML_BUSY_FROM_CALL=N      utilisation calls 1..N-1 (counted over all GPUs) report an
+ *                                   idle GPU (0%, clocks 345/1593 MHz, 80 W, 35 C, reason idle
+ *                                   0x1); from the Nth on busy (90%/40%, 1980/2619 MHz, 650 W,
+ *                                   60 C). Clocks, power and temperature follow the last
+ *                                   utilisation call. Default 1: busy from the start
+ *   FAKE_NVML_BUSY_POWER_W=W        the busy power draw (default 650)
+ *   FAKE_NVML_THROTTLE_FROM_CALL=N  clock-event-reason calls from the Nth on (counted over all
+ *                                   GPUs) add FAKE_NVML_THROTTLE (default 0x4, sw_power_cap)
+ *   FAKE_NVML_NO_EVENT_REASONS=1    nvmlDeviceGetCurrentClocksEventReasons is "not found" (an
+ *                                   old driver): only nvmlDeviceGetCurrentClocksThrottleReasons
+ *                                   works
  */
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +68,8 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* buf, unsigned n) {
   if (!valid(d)) return INVALID_ARGUMENT;
-  snprintf(buf, n, "Fake GPU");
+  const char* name = getenv("FAKE_NVML_NAME");
+  snprintf(buf, n, "%s", name && *name ? name : "Fake GPU");
   return OK;
 }
 

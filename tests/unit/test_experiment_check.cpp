@@ -69,6 +69,24 @@ TEST_CASE("previous_pool: the runs on the code before the latest code, none with
   CHECK(experiment::previous_pool(cells[1]).runs.empty());
 }
 
+TEST_CASE("previous_pool: the earlier code on the latest run's card; the same code on another card is not it") {
+  const auto p = two_cells();
+  auto rs = records({{1, "a", '1', Outcome::pass, {1}},
+                     {2, "a", '1', Outcome::pass, {2}},
+                     {3, "a", '2', Outcome::pass, {3}},
+                     {4, "a", '2', Outcome::pass, {4}}});
+  const char* gpu[] = {"NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H200"};
+  for (std::size_t i = 0; i < rs.size(); ++i) rs[i].env.gpus.push_back(runner::Gpu{gpu[i]});
+  auto cells = record::cells_with_runs(p, rs);
+  REQUIRE(cells[0].pool().size() == 1);  // code 2 on the H200: run 4 alone
+  auto before = experiment::previous_pool(cells[0]);
+  REQUIRE(before.runs.size() == 1);
+  CHECK(before.runs[0]->run == 1);  // code 1 on the H200, not code 2 on the H100 (run 3)
+  rs[0].env.gpus[0].name = "NVIDIA H100 80GB HBM3";
+  cells = record::cells_with_runs(p, rs);
+  CHECK(experiment::previous_pool(cells[0]).runs.empty());  // no earlier code on the H200
+}
+
 TEST_CASE("tally_check: worse, failed and invalid cells fail the check; pending ones do not") {
   const auto p = two_cells();
   auto rs = records({{1, "a", '1', Outcome::pass, around(10)}, {2, "b", '1', Outcome::pass, around(20)}});

@@ -7,6 +7,7 @@
 
 #include "plan/load.hpp"
 #include "record/compare.hpp"
+#include "runner/environment.hpp"
 
 using namespace abtrack;
 
@@ -81,6 +82,29 @@ TEST_CASE("an invalid latest run leaves the pool to the earlier valid runs on it
     CHECK(cells[0].outcome() == runner::Outcome::fail);
     CHECK(cells[0].deciding()->run == 1);
   }
+}
+
+TEST_CASE("a run on another kind of GPU starts a new pool; another host or count of cards does not") {
+  auto p = two_cells();
+  std::string c(40, '1');
+  auto on = [](record::Record r, std::string host, std::vector<std::string> gpus) {
+    r.env.host = std::move(host);
+    for (auto& g : gpus) r.env.gpus.push_back(runner::Gpu{std::move(g)});
+    return r;
+  };
+  std::vector<record::Record> rs{on(rec(1, "a", c, runner::Outcome::pass, {1}), "n1", {"NVIDIA H100 80GB HBM3"}),
+                                 on(rec(2, "a", c, runner::Outcome::pass, {2}), "n2", {"NVIDIA H200"}),
+                                 on(rec(3, "a", c, runner::Outcome::pass, {3}), "n3", {"NVIDIA H200", "NVIDIA H200"}),
+                                 on(rec(4, "a", c, runner::Outcome::pass, {4}), "n1", {"NVIDIA H100 80GB HBM3"})};
+  CHECK(runner::gpu_kinds(rs[2].env) == "NVIDIA H200");
+  CHECK(runner::gpu_kinds(record::Record{}.env) == "no GPU");
+  CHECK(record::same_pool(rs[1], rs[2]));
+  CHECK_FALSE(record::same_pool(rs[0], rs[1]));
+  auto cells = record::cells_with_runs(p, rs);
+  CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{1, 4});  // the H100 runs, not the H200 ones
+  rs.pop_back();
+  cells = record::cells_with_runs(p, rs);
+  CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{2, 3});  // one H200 or two, on any host
 }
 
 TEST_CASE("a run on unknown code (dirty, no snapshot) pools with no other run") {

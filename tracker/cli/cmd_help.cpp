@@ -54,7 +54,8 @@ const std::vector<Command>& commands() {
        "               decided (better, worse or equivalent), judged after each round with anytime-valid\n"
        "               intervals (docs/statistics.md); needs a baseline and a metric with better:;\n"
        "               a batch stopped undecided before max_rounds (budget, interrupt) is continued\n"
-       "               by the next run when no cell is pending (--all starts a new one)\n"
+       "               by the next run when no cell is pending, on the kind of GPU it ran on (--all\n"
+       "               starts a new one)\n"
        "  --max-rounds N  with rounds: auto, the most rounds (default: the plan's max_rounds:, or 20)\n"
        "  --budget D   with rounds: auto, the wall time it may spend (90s, 30m, 2h, 1h30m)\n"
        "  --seed S     the shuffle's seed (default: random, printed and recorded)\n"
@@ -80,12 +81,12 @@ const std::vector<Command>& commands() {
        "measured for rounds: rounds (--rounds; default 10), its revisions back to back in an order that\n"
        "alternates between rounds; the document compares them paired by round. --jobs above 1 and\n"
        "--detach do not apply then.\n"
-       "A cell's runs on the same code and command pool their samples in the document.\n"
+       "A cell's runs on the same code, command and kind of GPU pool their samples in the document.\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
       {"status", "status [--json]", "every cell with its pool's outcome, or pending",
-       "Lists every cell of the plan with the outcome of its pool (its committed runs on the code of its\n"
-       "latest run: fail when any run of the pool failed a gate, else pass when one passed, else invalid;\n"
+       "Lists every cell of the plan with the outcome of its pool (its committed runs on the code and GPU\n"
+       "kind of its latest run: fail when any run of the pool failed a gate, else pass when one passed, else invalid;\n"
        "an invalid latest run is marked \"(latest run invalid)\"), the latest run and the pooled medians of\n"
        "its metrics, or `pending`. --json prints an object with counts and one entry per cell (with the\n"
        "latest run's outcome as latest).",
@@ -131,8 +132,9 @@ const std::vector<Command>& commands() {
        "  --format F   text (aligned columns, the default) or md (GitHub-flavoured markdown: a title, the\n"
        "               table and the summary, ready to paste into a pull-request comment)\n"
        "  --history    no baseline: each cell's newest pool (its runs on the code of its latest run) against\n"
-       "               its previous code's pool (its most recent earlier runs on one other code), Holm\n"
-       "               across the cells compared; a cell with no earlier code is listed as \"no earlier code\"\n"
+       "               its previous code's pool (its most recent earlier runs on one other code, on the\n"
+       "               same kind of GPU), Holm across the cells compared; a cell with no earlier code\n"
+       "               there is listed as \"no earlier code\"\n"
        "  --min-effect PCT  the plan's min_effect for this check only, e.g. 2%: changes within ±PCT count\n"
        "               as the same; for --history across machines or days, whose offsets pairing cannot cancel\n"
        "Exit 0 when nothing below holds; 1 when a cell is worse beyond min_effect, a cell's pool failed a\n"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "stats/compare.hpp"
 
@@ -15,18 +16,18 @@ using record::CellRuns;
 using record::Record;
 using runner::Outcome;
 
-// on the latest run's code (the most recent earlier code), as a CellRuns whose pool() is exactly
-// those runs. No runs when the cell has no earlier code.
 CellRuns previous_pool(const CellRuns& c) {
   CellRuns out{c.cell, {}};
   auto newest = c.pool();
   auto in_newest = [&](const Record* r) { return std::find(newest.begin(), newest.end(), r) != newest.end(); };
+  // On the newest pool's kinds of GPU: another card is not earlier code.
+  const std::string kinds = runner::gpu_kinds(c.latest()->env);
   const Record* prev = nullptr;
   for (auto it = c.runs.rbegin(); it != c.runs.rend() && !prev; ++it)
-    if (!in_newest(*it)) prev = *it;
+    if (!in_newest(*it) && runner::gpu_kinds((*it)->env) == kinds) prev = *it;
   if (!prev) return out;
   for (const auto* r : c.runs)
-    if (!in_newest(r) && (r == prev || r->code.same_identity(prev->code))) out.runs.push_back(r);
+    if (!in_newest(r) && (r == prev || record::same_pool(*r, *prev))) out.runs.push_back(r);
   return out;
 }
 

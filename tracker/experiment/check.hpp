@@ -16,9 +16,9 @@
 
 namespace abtrack::experiment {
 
-// The previous code's pool of a cell: the runs on the code identity of its newest run that is not
-// on the latest run's code (the most recent earlier code), as a CellRuns whose pool() is exactly
-// those runs. No runs when the cell has no earlier code.
+// The previous code's pool of a cell: on the latest run's kinds of GPU, the runs on the code
+// identity of its newest run outside the latest run's pool (the most recent earlier code), as a
+// CellRuns whose pool() is exactly those runs. No runs when the cell has no earlier code there.
 record::CellRuns previous_pool(const record::CellRuns& c);
 
 // Each cell of `cells` against its previous code (`previous`, previous_pool of each), p-values

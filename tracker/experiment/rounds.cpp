@@ -12,6 +12,7 @@
 #include "experiment/commit_run.hpp"
 #include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
+#include "runner/environment.hpp"
 #include "stats/compare.hpp"
 #include "stats/interval.hpp"
 #include "stats/paired.hpp"
@@ -287,6 +288,14 @@ std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& 
         return it == standing.end() || !it->second.decided;
       }))
     return std::nullopt;
+  // Its rounds pair only with rounds on the same card (another card is a pool of its own).
+  const std::string there = runner::gpu_kinds(latest->env), here = runner::gpu_kinds(runner::environment());
+  if (there != here)
+    throw Error(Exit::environment,
+                fmt::format("the unfinished rounds: auto batch {} ({} of {} rounds) ran on {}; this machine has {}",
+                            batch, rounds, opts.max_rounds, there, here),
+                "its rounds would not pair with this card's: run it on " + there +
+                    ", or `abtrack run --all` to start a new batch here");
   opts.batch = batch;
   opts.after_round = rounds;
   return cells;

@@ -49,7 +49,9 @@ struct AutoRounds {
 // interrupted run, a lower --max-rounds) with a comparison undecided and rounds left before
 // `opts.max_rounds`: points `opts` at that batch and returns the cells it ran, plan order, so that
 // `run` continues it rather than starting over (a confidence sequence stays valid however long it
-// is watched, so the rounds of both invocations judge together). Otherwise nullopt.
+// is watched, so the rounds of both invocations judge together). Otherwise nullopt. Throws
+// Error(environment) when that batch ran on other kinds of GPU than this machine's (its rounds
+// would not pair with this card's).
 std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, AutoRounds& opts);
 
 // Runs `rounds: auto` over `units`: round after round, each through `run_round` (one round's

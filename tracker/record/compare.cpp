@@ -1,5 +1,6 @@
 #include "record/compare.hpp"
 
+#include "runner/environment.hpp"
 #include "stats/paired.hpp"
 
 #include <algorithm>
@@ -69,12 +70,15 @@ std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<
   return out;
 }
 
+bool same_pool(const Record& a, const Record& b) {
+  return a.code.same_identity(b.code) && runner::gpu_kinds(a.env) == runner::gpu_kinds(b.env);
+}
+
 std::vector<const Record*> CellRuns::pool() const {
   std::vector<const Record*> out;
   if (runs.empty()) return out;
-  const Code& code = runs.back()->code;
   for (const auto* r : runs)
-    if (r == runs.back() || r->code.same_identity(code)) out.push_back(r);
+    if (r == runs.back() || same_pool(*r, *runs.back())) out.push_back(r);
   return out;
 }
 

@@ -11,13 +11,17 @@
 
 namespace abtrack::record {
 
+// Whether two runs of one cell measured the same thing and pool: the same code run the same way
+// (Code::same_identity) on the same kinds of GPU (runner::gpu_kinds).
+bool same_pool(const Record& a, const Record& b);
+
 // One cell of the plan with its runs (ascending), the latest last.
 struct CellRuns {
   plan::Cell cell;
   std::vector<const Record*> runs;
   const Record* latest() const { return runs.empty() ? nullptr : runs.back(); }
-  // The runs on the latest run's code identity (its Abtrack-Code), oldest first: a run on new
-  // code starts a new pool.
+  // The runs on the latest run's code identity (its Abtrack-Code) and kinds of GPU, oldest
+  // first (same_pool): a run on new code, or on another card, starts a new pool.
   std::vector<const Record*> pool() const;
   // Each metric's samples pooled over the pool's runs that measured it (not invalid ones).
   std::map<std::string, std::vector<double>> pooled_samples() const;

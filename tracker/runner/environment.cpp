@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runner/nvml.hpp"
 #include "util/text.hpp"
@@ -137,6 +139,12 @@ std::string machine_key(const Environment& e) {
   std::string key = e.host + "\n" + e.driver;
   for (const auto& g : e.gpus) key += "\n" + g.name;
   return key;
+}
+
+std::string gpu_kinds(const Environment& e) {
+  std::set<std::string> names;
+  for (const auto& g : e.gpus) names.insert(g.name);
+  return names.empty() ? "no GPU" : fmt::format("{}", fmt::join(names, ", "));
 }
 
 }  // namespace abtrack::runner

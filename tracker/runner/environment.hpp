@@ -48,4 +48,10 @@ const Environment& environment();
 // Equal strings: the same kind of machine.
 std::string machine_key(const Environment& e);
 
+// The kinds of GPU a machine has: its GPUs' distinct names, sorted, joined by ", " ("NVIDIA
+// H200"); "no GPU" without one. A run pools only with runs on the same kinds (a card's speed is
+// part of what is measured; a host's name or count of cards is not), and a `rounds: auto` batch
+// goes on only on them.
+std::string gpu_kinds(const Environment& e);
+
 }  // namespace abtrack::runner
