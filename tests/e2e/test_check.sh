@@ -94,6 +94,25 @@ expect_contains "$OUT" "check passed"
 expect_rc 0 ab check --format md
 expect_contains "$OUT" "| variant=c |  | 103.5 | — | — | pending | — | pending |"
 
+step "a comparison across machines or with other code: warned, as the document does"
+# variant=b again on another kind of GPU (the fake NVML's): its pool is that run alone, against
+# a baseline measured here; variant=c on code changed since the baseline ran.
+FAKE=${ABTRACK_BUILD_DIR:-$E2E_DIR/../../build}/tests/libfakenvml.so
+[ -f "$FAKE" ] || die "the fake NVML is not built: $FAKE (cmake --build build --target fakenvml)"
+expect_rc 0 env ABTRACK_NVML_LIBRARY="$FAKE" FAKE_NVML_NAME="Card B" "$ABTRACK" -q step --cell variant=b
+echo "# a comment" >>bench.sh && git_commit_all "user: touch the bench"
+expect_rc 0 ab -q step --cell variant=c
+expect_rc 0 ab check
+machines="variant=b is compared with its baseline across different machines: baseline run 1 on $(hostname)"
+expect_contains "$OUT" "⚠ $machines"
+expect_contains "$OUT" "; cell run 3 on $(hostname) (Card B, driver 999.99.99)"
+expect_contains "$OUT" "⚠ variant=c is compared with a baseline measured on other code: baseline run 1 on"
+expect_contains "$(region AB.md summary)" "- ⚠ $machines"
+expect_contains "$OUT" "check passed" "a warning does not fail the check"
+expect_rc 0 ab check --format md
+expect_contains "$OUT" "- ⚠ $machines"
+expect_eq "$(grep '^|' "$OUT" | table_columns | sort -u | tr '\n' ' ')" "8 " "md: the table is whole"
+
 step "the baseline has no runs: nothing compared, exit 4"
 new_repo nobase
 write_plan "baseline: {variant: a}"

@@ -61,9 +61,9 @@ expect_eq "$(kernel 2 _Z7crowdedPKfPfi '[k["registers"], k["spill_store_bytes"],
 expect_eq "$(grep -c . "$WORK/cuobjdump.log")" 4 "cuobjdump ran twice per CUDA binary (-res-usage, -sass), never on the text file"
 summary=$(region AB.md summary)
 expect_contains "$summary" "**Evidence against the baseline**"
-expect_contains "$summary" "- **regs=40** vs regs=32: build/k-40.cubin: crowded: regs 32 → 40, stack 272 → 0 B, spill stores 268 → 0 B, spill loads 336 → 0 B,"
+expect_contains "$summary" "- **regs=40** vs regs=32: build/k-40.cubin: \`crowded\`: regs 32 → 40, stack 272 → 0 B, spill stores 268 → 0 B, spill loads 336 → 0 B,"
 expect_match "$summary" "STL [0-9]+ → 0"
-expect_not_contains "$summary" "tidy:" "kernels that did not change are not listed"
+expect_not_contains "$summary" "\`tidy\`" "kernels that did not change are not listed"
 expect_records_valid runs/facts/*.json
 expect_rc 0 ab verify
 expect_clean

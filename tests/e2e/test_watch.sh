@@ -82,6 +82,27 @@ expect_eq "$(json runs/watch/0006.json 'd["invocations"][0]["watch"]')" \
   "{\"nvml\": false, \"reason\": \"$WORK/no-such-libnvidia-ml.so not found\"}" "the reason"
 expect_records_valid runs/watch/0006.json
 
+step "on a host with two kinds of GPU, each card's runs pool apart, and a comparison across them is flagged"
+# The command sees one GPU (CUDA_VISIBLE_DEVICES in abtrack's environment); the run's kind of GPU
+# is that card's, not the host's.
+first=$REPO
+new_repo cards
+sed -e '/^gpus:/d' -e '/^throttle:/d' "$first/abtrack.yaml" >abtrack.yaml
+expect_rc 0 ab init
+two() { local gpu=$1; shift; watched FAKE_NVML_GPUS=2 "FAKE_NVML_NAME=Card A,Card B" CUDA_VISIBLE_DEVICES="$gpu" -- "$@"; }
+expect_rc 0 two 0 step --cell v=a
+expect_rc 0 two 0 step --cell v=a
+expect_rc 0 two 1 step --cell v=b
+expect_eq "$(json runs/watch/0003.json '[g["name"] for g in d["env"]["gpus"]]')" '["Card A", "Card B"]' "the host has both"
+expect_rc 0 ab status --json
+expect_eq "$("$PY" -c 'import json,sys; print([c["pool"] for c in json.load(sys.stdin)["cells"]])' <"$OUT")" "[2, 1]" "both runs of a on Card A pool"
+expect_contains "$(region AB.md summary)" "v=b is compared with its baseline across different machines: baseline run 1 on $(hostname) (Card A, driver 999.99.99); cell run 3 on $(hostname) (Card B, driver 999.99.99)"
+expect_rc 0 two 1 step --cell v=a
+expect_rc 0 ab status --json
+expect_eq "$("$PY" -c 'import json,sys; print([c["pool"] for c in json.load(sys.stdin)["cells"]])' <"$OUT")" "[1, 1]" "a on Card B is a pool of its own"
+expect_not_contains "$(region AB.md summary)" "different machines" "a and b now both on Card B"
+cd "$first"
+
 step "an unknown throttle: value is a plan error, and nothing is written"
 sed -i 's/^throttle: invalid/throttle: invalidate/' abtrack.yaml
 before=$(commit_count)

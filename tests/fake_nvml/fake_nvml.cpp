@@ -4,7 +4,8 @@
  *
  *   FAKE_NVML_GPUS=N                how many GPUs (default 1), with UUIDs
  *                                   GPU-fake0000-0000-0000-0000-00000000000<i>
- *   FAKE_NVML_NAME=NAME             their name (default "Fake GPU")
+ *   FAKE_NVML_NAME=NAME[,NAME...]   their names, GPU i the ith (the last one for the rest;
+ *                                   default "Fake GPU")
  *   FAKE_NVML_INIT_FAIL=1           nvmlInit_v2 fails (NVML_ERROR_DRIVER_NOT_LOADED)
  *   FAKE_NVML_BUSY_FROM_CALL=N      utilisation calls 1..N-1 (counted over all GPUs) report an
  *                                   idle GPU (0%, clocks 345/1593 MHz, 80 W, 35 C, reason idle
@@ -20,6 +21,7 @@
  */
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 extern "C" {
 
@@ -69,7 +71,13 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* buf, unsigned n) {
   if (!valid(d)) return INVALID_ARGUMENT;
   const char* name = getenv("FAKE_NVML_NAME");
-  snprintf(buf, n, "%s", name && *name ? name : "Fake GPU");
+  if (!name || !*name) name = "Fake GPU";
+  for (long i = 0; i < index_of(d); ++i) {  // the ith of the comma-separated names
+    const char* comma = strchr(name, ',');
+    if (!comma) break;
+    name = comma + 1;
+  }
+  snprintf(buf, n, "%.*s", (int)strcspn(name, ","), name);
   return OK;
 }
 

@@ -201,7 +201,7 @@ TEST_CASE("evidence: one bullet per compared cell, compiled code, counters and N
   CHECK(text.find("changes by 2% or more") != std::string::npos);
   CHECK(
       text.find(
-          "- **warps=8 batch=16** vs warps=4: k-8.cubin: decode: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
+          "- **warps=8 batch=16** vs warps=4: k-8.cubin: `decode`: regs 225 → 123, STL 12 → 0, SASS 112 → 100; ncu: "
           "regs 225 → 123, CTAs/SM 1 → 2, limit: registers+shared memory → registers+shared memory, warps active "
           "11.6% → 22.7%, short-scoreboard stall 0.89 → 1.64; NVML: SM 1980 → 1980 MHz, power 127 → 128 W, GPU util 40 → 40%\n") !=
       std::string::npos);
@@ -253,8 +253,8 @@ TEST_CASE("code_changes: a kernel in an anonymous namespace is one kernel in two
   auto base = facts(160, 0), var = facts(168, 0);
   base.kernels[0].name = nvcc_name("e0c8f1a4");
   var.kernels[0].name = nvcc_name("77d0b2e9");
-  CHECK(doc::code_changes(base, var) == "decode<8>: regs 160 → 168");
+  CHECK(doc::code_changes(base, var) == "`decode<8>`: regs 160 → 168");
   // A different kernel in the same namespace is still another kernel.
   var.kernels[0].name = nvcc_name("77d0b2e9", "encode");
-  CHECK(doc::code_changes(base, var) == "encode<8>: only here (regs 168); decode<8>: only in the baseline");
+  CHECK(doc::code_changes(base, var) == "`encode<8>`: only here (regs 168); `decode<8>`: only in the baseline");
 }

@@ -166,7 +166,13 @@ TEST_CASE("the template is filled from the plan and keeps the regions") {
   CHECK_THROWS_AS(doc::render_template("# no regions {{title}}\n", p, "t.md"), Error);
 }
 
-TEST_CASE("escape_cell") { CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f"); }
+TEST_CASE("escape_cell") {
+  CHECK(doc::escape_cell("a|b\\c<d>&e\nf") == "a\\|b\\\\c&lt;d&gt;&amp;e f");
+  // Code spans keep their text but for a row's breakers; unclosed backticks are literal.
+  CHECK(doc::escape_cell("`decode<8, 16>` <x> `a|b\nc&d`") == "`decode<8, 16>` &lt;x&gt; `a\\|b c&d`");
+  CHECK(doc::escape_cell("``a`b`` `<c>") == "``a`b`` `&lt;c&gt;");
+  CHECK(doc::escape_cell("x ` <!-- y") == "x ` &lt;!-- y");
+}
 
 TEST_CASE("three or more revisions get a step-by-step table: each against the one before it") {
   auto plan_with = [](const std::string& revisions) {

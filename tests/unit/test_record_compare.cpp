@@ -96,8 +96,8 @@ TEST_CASE("a run on another kind of GPU starts a new pool; another host or count
                                  on(rec(2, "a", c, runner::Outcome::pass, {2}), "n2", {"NVIDIA H200"}),
                                  on(rec(3, "a", c, runner::Outcome::pass, {3}), "n3", {"NVIDIA H200", "NVIDIA H200"}),
                                  on(rec(4, "a", c, runner::Outcome::pass, {4}), "n1", {"NVIDIA H100 80GB HBM3"})};
-  CHECK(runner::gpu_kinds(rs[2].env) == "NVIDIA H200");
-  CHECK(runner::gpu_kinds(record::Record{}.env) == "no GPU");
+  CHECK(runner::describe_kinds(record::gpu_kinds(rs[2])) == "NVIDIA H200");
+  CHECK(runner::describe_kinds(record::gpu_kinds(record::Record{})) == "no GPU");
   CHECK(record::same_pool(rs[1], rs[2]));
   CHECK_FALSE(record::same_pool(rs[0], rs[1]));
   auto cells = record::cells_with_runs(p, rs);
@@ -105,6 +105,28 @@ TEST_CASE("a run on another kind of GPU starts a new pool; another host or count
   rs.pop_back();
   cells = record::cells_with_runs(p, rs);
   CHECK(cells[0].pooled_samples()["t"] == std::vector<double>{2, 3});  // one H200 or two, on any host
+}
+
+TEST_CASE("on a host with two kinds of GPU, a run's kind is the card its command saw") {
+  std::string c(40, '1');
+  auto on = [&](int run, unsigned seen) {
+    auto r = rec(run, "a", c, runner::Outcome::pass, {1});
+    r.env.gpus = {runner::Gpu{"NVIDIA RTX 6000 Ada Generation", "GPU-0"}, runner::Gpu{"NVIDIA H100 PCIe", "GPU-1"}};
+    runner::Invocation inv;
+    runner::Watch w;
+    w.nvml = true;
+    w.gpus.push_back(runner::GpuWatch{seen});
+    inv.watch = std::move(w);
+    r.data.invocations.push_back(std::move(inv));
+    return r;
+  };
+  auto a = on(1, 1), b = on(2, 0), c1 = on(3, 1);
+  CHECK(record::gpu_kinds(a) == std::set<std::string>{"NVIDIA H100 PCIe"});
+  CHECK_FALSE(record::same_pool(a, b));
+  CHECK(record::same_pool(a, c1));
+  // Not watched (no NVML): every GPU of the machine.
+  b.data.invocations.front().watch->nvml = false;
+  CHECK(record::gpu_kinds(b).size() == 2);
 }
 
 TEST_CASE("a run on unknown code (dirty, no snapshot) pools with no other run") {

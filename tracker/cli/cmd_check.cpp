@@ -259,13 +259,21 @@ int cmd_check(const Args& args) {
   if (with_p > 1) more += fmt::format(", Holm-adjusted over {} comparisons", with_p);
   const std::string end = end_line(tally, nothing);
   const std::string rows = table(results.rows, results.right_from, results.right_to, a.format);
+  // As the document warns: comparisons across machines, or (but by design) with other code.
+  auto warnings = doc::machine_warnings(comps);
+  if (!a.history && plan.revisions.empty())
+    for (auto& w : doc::code_warnings(comps)) warnings.push_back(std::move(w));
   if (a.format == Format::md) {
     fmt::print("### {}\n\n", doc::escape_cell(title));
     fmt::print("{}", rows);
+    if (!warnings.empty()) fmt::print("\n");
+    for (const auto& w : warnings) fmt::print("- ⚠ {}\n", doc::escape_cell(w));
     fmt::print("\n**{}**{}. {}.\n", summary, doc::escape_cell(more), doc::escape_cell(end));
   } else {
     fmt::print("{}\n\n", title);
     fmt::print("{}", rows);
+    if (!warnings.empty()) fmt::print("\n");
+    for (const auto& w : warnings) fmt::print("⚠ {}\n", w);
     fmt::print("\n{}{}\n{}\n", summary, more, end);
   }
   if (tally.failing()) return static_cast<int>(Exit::run_failed);

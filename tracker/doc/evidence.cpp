@@ -220,15 +220,15 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
     auto it = std::find_if(base.kernels.begin(), base.kernels.end(),
                            [&](const metrics::KernelFacts& b) { return same_kernel(b, k); });
     if (it == base.kernels.end()) {
-      add(fmt::format("{}: only here (regs {})", short_name(k.name), value_text(k.registers)));
+      add(fmt::format("`{}`: only here (regs {})", short_name(k.name), value_text(k.registers)));
       continue;
     }
-    if (auto d = kernel_diff(*it, k); !d.empty()) add(fmt::format("{}: {}", short_name(k.name), d));
+    if (auto d = kernel_diff(*it, k); !d.empty()) add(fmt::format("`{}`: {}", short_name(k.name), d));
   }
   for (const auto& b : base.kernels)
     if (std::none_of(var.kernels.begin(), var.kernels.end(),
                      [&](const metrics::KernelFacts& k) { return same_kernel(b, k); }))
-      add(fmt::format("{}: only in the baseline", short_name(b.name)));
+      add(fmt::format("`{}`: only in the baseline", short_name(b.name)));
   std::string out = fmt::format("{}", fmt::join(kernels, "; "));
   if (more) out += fmt::format("; and {} more kernels", more);
   return out;

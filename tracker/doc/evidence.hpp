@@ -13,7 +13,7 @@
 namespace abtrack::doc {
 
 // What differs between two facts of one artifact path, kernel by kernel (name and arch):
-// "crowded: regs 32 → 40, spill stores 268 → 0 B, STL 84 → 0; tidy: only in the baseline";
+// "`crowded`: regs 32 → 40, spill stores 268 → 0 B, STL 84 → 0; `tidy`: only in the baseline";
 // "" when nothing differs.
 std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& variant);
 

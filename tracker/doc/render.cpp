@@ -297,10 +297,42 @@ std::string median_text(const std::vector<double>& s, bool with_ci) {
   return out;
 }
 
+namespace {
+
+// Where the code span opened by the `n` backticks before `from` closes: the start of the next run
+// of exactly n backticks; npos when none does (the backticks are then literal).
+std::size_t code_span_end(std::string_view text, std::size_t from, std::size_t n) {
+  for (std::size_t i = text.find('`', from); i != std::string_view::npos; i = text.find('`', i)) {
+    std::size_t run = std::min(text.find_first_not_of('`', i), text.size()) - i;
+    if (run == n) return i;
+    i += run;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 std::string escape_cell(std::string_view raw) {
   const std::string text = util::utf8_tail(raw, raw.size());  // never invalid UTF-8 in the document
   std::string out;
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '`') {
+      // A code span shows its text as it is ("decode<8>"): only a row's breakers are escaped in it.
+      const std::size_t n = std::min(text.find_first_not_of('`', i), text.size()) - i;
+      const std::size_t end = code_span_end(text, i + n, n);
+      if (end == std::string_view::npos) {
+        out.append(n, '`');
+      } else {
+        for (std::size_t j = i; j < end + n; ++j) {
+          if (text[j] == '|') out += "\\|";
+          else if (text[j] == '\n') out += ' ';
+          else if (text[j] != '\r') out += text[j];
+        }
+      }
+      i = (end == std::string_view::npos ? i + n : end + n) - 1;
+      continue;
+    }
     switch (c) {
       case '|': out += "\\|"; break;
       case '\\': out += "\\\\"; break;

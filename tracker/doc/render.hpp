@@ -40,13 +40,25 @@ struct CellComparison {
 std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vector<record::CellRuns>& cells,
                                           std::size_t& with_p);
 
+// What to know before trusting comparisons (compare_cells', or `check --history`'s), a line per
+// comparison ("v=b is compared with ..."), for the document's summary and `check`:
+// - machine_warnings: the cell's and its baseline's pools ran on different machines: hosts,
+//   drivers or the kinds of GPU they measured (record::gpu_kinds: on a host of two kinds, the
+//   cells' own cards);
+// - code_warnings: their latest runs ran different code (their Abtrack-Code differ), so the
+//   change mixes the code's change with the variant's (by design with revisions: or --history).
+std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps);
+std::vector<std::string> code_warnings(const std::vector<CellComparison>& comps);
+
 // Holm across every p-value of `comps` (each one's metrics), as compare_cells adjusts the
 // experiment's: the verdicts re-decided with the adjusted p. Returns how many comparisons have a
 // p-value (adjusted only when more than one).
 std::size_t adjust_across_cells(std::vector<CellComparison>& comps);
 
 // Escapes text for a markdown table cell: '|', '\', '<', '>', '&' and line breaks can never
-// break the table or open an HTML comment.
+// break the table or open an HTML comment. A code span (`decode<8>`, closed by as many
+// backticks as opened it) keeps its text, which markdown shows as it is, but for '|' and line
+// breaks; an unclosed backtick is a literal one.
 std::string escape_cell(std::string_view text);
 
 // How many of the newest runs the runs region lists.

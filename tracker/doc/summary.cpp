@@ -12,6 +12,7 @@
 #include "doc/plot.hpp"
 #include "doc/render_internal.hpp"
 #include "record/compare.hpp"
+#include "runner/environment.hpp"
 #include "stats/linear_fit.hpp"
 #include "stats/paired.hpp"
 #include "stats/prediction.hpp"
@@ -78,53 +79,6 @@ std::string first_ten(const std::vector<std::string>& lines, const std::string& 
   for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
   if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more {}\n", lines.size() - 10, what);
   return out;
-}
-
-// Comparisons whose cell and baseline ran on different machines (host, GPU names, driver).
-std::string machine_warnings(const std::vector<CellComparison>& comps) {
-  std::vector<std::string> lines;
-  for (const auto& cc : comps) {
-    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.unavailable.empty()) continue;
-    std::vector<std::string> keys;
-    std::vector<std::string> descs;
-    auto add = [&](const std::vector<const Record*>& pool, const char* who) {
-      for (const auto* r : pool) {
-        std::string key = runner::machine_key(r->env);
-        if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-        keys.push_back(key);
-        std::vector<std::string> gpus;
-        for (const auto& g : r->env.gpus) gpus.push_back(g.name);
-        descs.push_back(fmt::format("{} run {} on {} ({}{})", who, r->run,
-                                    r->env.host.empty() ? "unknown host" : r->env.host,
-                                    gpus.empty() ? "no GPU" : fmt::format("{}", fmt::join(gpus, ", ")),
-                                    r->env.driver.empty() ? "" : ", driver " + r->env.driver));
-      }
-    };
-    add(cc.base->pool(), "baseline");
-    add(cc.cell->pool(), "cell");
-    if (keys.size() > 1)
-      lines.push_back(fmt::format("- ⚠ {} is compared with its baseline across different machines: {}",
-                                  cc.cell->latest()->label(), fmt::join(descs, "; ")));
-  }
-  return first_ten(lines, "comparisons across different machines");
-}
-
-// Comparisons whose cell and baseline pools ran different code (their Abtrack-Code differ): the
-// change then mixes the code's change with the variant's.
-std::string code_warnings(const std::vector<CellComparison>& comps) {
-  std::vector<std::string> lines;
-  for (const auto& cc : comps) {
-    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.base->latest() || !cc.unavailable.empty()) continue;
-    const Record* c = cc.cell->latest();
-    const Record* b = cc.base->latest();
-    if (c->code.same_code(b->code)) continue;
-    auto name = [](const Record* r) { return r->code.short_name(); };
-    lines.push_back(
-        fmt::format("- ⚠ {} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
-                    "(run the baseline again on this code)",
-                    c->label(), b->run, name(b), c->run, name(c)));
-  }
-  return first_ten(lines, "comparisons with a baseline on other code");
 }
 
 // Artifacts that are byte-identical between different variants: a no-op A/B (a config the
@@ -253,13 +207,17 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
 }
 
 // "**3 of 4 cells measured**: 2 pass, 1 fail, 0 invalid; 1 pending. 7 runs committed, 1.2 s in
-// their commands.", from the records and the runs left out of them.
+// their commands. Measured on NVIDIA H200.", from the records and the runs left out of them:
+// the kinds of GPU of the cells' pools (record::gpu_kinds; with each kind's count of cells when
+// they differ, nothing when none had a GPU).
 std::string cells_line(const plan::Plan& plan, const std::vector<Record>& records, const std::vector<CellRuns>& cells,
                        const RenderOptions& options) {
   std::size_t measured = 0, pass = 0, fail = 0, invalid = 0;
+  std::map<std::string, std::size_t> kinds;  // described -> cells
   for (const auto& c : cells) {
     if (c.latest()) {
       ++measured;
+      ++kinds[runner::describe_kinds(record::gpu_kinds(*c.latest()))];
       if (c.outcome() == Outcome::pass) ++pass;
       else if (c.outcome() == Outcome::fail) ++fail;
       else ++invalid;
@@ -272,11 +230,20 @@ std::string cells_line(const plan::Plan& plan, const std::vector<Record>& record
   std::string s = fmt::format("**{} of {} cells measured**: {} pass, {} fail, {} invalid; {} pending. ", measured,
                               cells.size(), pass, fail, invalid, cells.size() - measured);
   // What the experiment cost the machine, so that designs (fixed rounds, rounds: auto) compare.
-  s += fmt::format("{} {} committed, {} in their commands.\n", committed, committed == 1 ? "run" : "runs",
+  s += fmt::format("{} {} committed, {} in their commands.", committed, committed == 1 ? "run" : "runs",
                    command_s < 90     ? fmt::format("{:.1f} s", command_s)
                    : command_s < 5400 ? fmt::format("{:.1f} min", command_s / 60)
                                       : fmt::format("{:.2f} h", command_s / 3600));
-  return s;
+  // Where the numbers were measured: a card's speed is part of them (pools are per kind of GPU).
+  if (kinds.size() == 1 && !kinds.contains("no GPU"))
+    s += fmt::format(" Measured on {}.", escape_cell(kinds.begin()->first));
+  if (kinds.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [k, n] : kinds)
+      parts.push_back(fmt::format("{} ({} cell{})", escape_cell(k), n, n == 1 ? "" : "s"));
+    s += fmt::format(" Measured on {}.", fmt::join(parts, ", "));
+  }
+  return s + "\n";
 }
 
 // The prediction, as the plan states it.
@@ -383,14 +350,65 @@ std::string plot_image(const plan::Plan& plan) {
 
 }  // namespace
 
+std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps) {
+  std::vector<std::string> lines;
+  for (const auto& cc : comps) {
+    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.unavailable.empty()) continue;
+    std::vector<std::string> keys;
+    std::vector<std::string> descs;
+    auto add = [&](const std::vector<const Record*>& pool, const char* who) {
+      for (const auto* r : pool) {
+        const std::string gpus = runner::describe_kinds(record::gpu_kinds(*r));
+        std::string key = r->env.host + "\n" + r->env.driver + "\n" + gpus;
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+        keys.push_back(key);
+        descs.push_back(fmt::format("{} run {} on {} ({}{})", who, r->run,
+                                    r->env.host.empty() ? "unknown host" : r->env.host, gpus,
+                                    r->env.driver.empty() ? "" : ", driver " + r->env.driver));
+      }
+    };
+    add(cc.base->pool(), "baseline");
+    add(cc.cell->pool(), "cell");
+    if (keys.size() > 1)
+      lines.push_back(fmt::format("{} is compared with its baseline across different machines: {}",
+                                  cc.cell->latest()->label(), fmt::join(descs, "; ")));
+  }
+  return lines;
+}
+
+std::vector<std::string> code_warnings(const std::vector<CellComparison>& comps) {
+  std::vector<std::string> lines;
+  for (const auto& cc : comps) {
+    if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.base->latest() || !cc.unavailable.empty()) continue;
+    const Record* c = cc.cell->latest();
+    const Record* b = cc.base->latest();
+    if (c->code.same_code(b->code)) continue;
+    auto name = [](const Record* r) { return r->code.short_name(); };
+    lines.push_back(
+        fmt::format("{} is compared with a baseline measured on other code: baseline run {} on {}, run {} on {} "
+                    "(run the baseline again on this code)",
+                    c->label(), b->run, name(b), c->run, name(c)));
+  }
+  return lines;
+}
+
 std::string summary_region(const plan::Plan& plan, const std::vector<Record>& records,
                            const std::vector<CellRuns>& cells, const std::vector<CellComparison>& comps,
                            const RenderOptions& options) {
   const auto compared = record::compared_metrics(plan);
   std::string s = cells_line(plan, records, cells, options);
   // (with revisions:, the cells of different revisions run different code by design)
-  const std::string code = plan.revisions.empty() ? code_warnings(comps) : std::string();
-  if (auto w = machine_warnings(comps) + code + artifact_warnings(plan, cells); !w.empty()) s += "\n" + w;
+  auto flagged = [](std::vector<std::string> lines) {
+    for (auto& l : lines) l = "- ⚠ " + l;
+    return lines;
+  };
+  const std::string code = plan.revisions.empty()
+                               ? first_ten(flagged(code_warnings(comps)), "comparisons with a baseline on other code")
+                               : std::string();
+  if (auto w = first_ten(flagged(machine_warnings(comps)), "comparisons across different machines") + code +
+               artifact_warnings(plan, cells);
+      !w.empty())
+    s += "\n" + w;
   s += evidence(plan, cells);
   if (plan.prediction) s += prediction_text(*plan.prediction);
   if (plan.baseline && !compared.empty()) s += variant_tables(plan, compared, comps);

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "runner/environment.hpp"
 #include "runner/run.hpp"
 #include "stats/compare.hpp"
 
@@ -21,10 +20,10 @@ CellRuns previous_pool(const CellRuns& c) {
   auto newest = c.pool();
   auto in_newest = [&](const Record* r) { return std::find(newest.begin(), newest.end(), r) != newest.end(); };
   // On the newest pool's kinds of GPU: another card is not earlier code.
-  const std::string kinds = runner::gpu_kinds(c.latest()->env);
+  const auto kinds = record::gpu_kinds(*c.latest());
   const Record* prev = nullptr;
   for (auto it = c.runs.rbegin(); it != c.runs.rend() && !prev; ++it)
-    if (!in_newest(*it) && runner::gpu_kinds((*it)->env) == kinds) prev = *it;
+    if (!in_newest(*it) && record::gpu_kinds(**it) == kinds) prev = *it;
   if (!prev) return out;
   for (const auto* r : c.runs)
     if (!in_newest(r) && (r == prev || record::same_pool(*r, *prev))) out.runs.push_back(r);

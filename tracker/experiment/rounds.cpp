@@ -289,13 +289,14 @@ std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& 
       }))
     return std::nullopt;
   // Its rounds pair only with rounds on the same card (another card is a pool of its own).
-  const std::string there = runner::gpu_kinds(latest->env), here = runner::gpu_kinds(runner::environment());
-  if (there != here)
-    throw Error(Exit::environment,
-                fmt::format("the unfinished rounds: auto batch {} ({} of {} rounds) ran on {}; this machine has {}",
-                            batch, rounds, opts.max_rounds, there, here),
-                "its rounds would not pair with this card's: run it on " + there +
-                    ", or `abtrack run --all` to start a new batch here");
+  const auto there = record::gpu_kinds(*latest), here = runner::gpu_kinds(runner::environment().gpus);
+  if (!std::includes(here.begin(), here.end(), there.begin(), there.end()) || there.empty() != here.empty())
+    throw Error(
+        Exit::environment,
+        fmt::format("the unfinished rounds: auto batch {} ({} of {} rounds) ran on {}; this machine has {}", batch,
+                    rounds, opts.max_rounds, runner::describe_kinds(there), runner::describe_kinds(here)),
+        "its rounds would not pair with this card's: run it on " + runner::describe_kinds(there) +
+            ", or `abtrack run --all` to start a new batch here");
   opts.batch = batch;
   opts.after_round = rounds;
   return cells;

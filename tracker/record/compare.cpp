@@ -70,15 +70,29 @@ std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<
   return out;
 }
 
+std::set<std::string> gpu_kinds(const Record& r) {
+  for (const auto& inv : r.data.invocations) {
+    if (!inv.watch || !inv.watch->nvml) continue;
+    std::set<std::string> seen;  // env.gpus is in NVML's order: a watched GPU's index is its place
+    for (const auto& w : inv.watch->gpus)
+      if (w.index < r.env.gpus.size()) seen.insert(r.env.gpus[w.index].name);
+    if (!seen.empty()) return seen;
+    break;
+  }
+  return runner::gpu_kinds(r.env.gpus);
+}
+
 bool same_pool(const Record& a, const Record& b) {
-  return a.code.same_identity(b.code) && runner::gpu_kinds(a.env) == runner::gpu_kinds(b.env);
+  return a.code.same_identity(b.code) && gpu_kinds(a) == gpu_kinds(b);
 }
 
 std::vector<const Record*> CellRuns::pool() const {
   std::vector<const Record*> out;
   if (runs.empty()) return out;
+  const Record& latest = *runs.back();
+  const auto kinds = gpu_kinds(latest);
   for (const auto* r : runs)
-    if (r == runs.back() || same_pool(*r, *runs.back())) out.push_back(r);
+    if (r == &latest || (r->code.same_identity(latest.code) && gpu_kinds(*r) == kinds)) out.push_back(r);
   return out;
 }
 

@@ -2,6 +2,8 @@
 // Reading an experiment's records against its plan: each cell's runs, and comparisons with
 // the baseline cell. Pure.
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "plan/plan.hpp"
@@ -11,8 +13,13 @@
 
 namespace abtrack::record {
 
+// The kinds of GPU a run measured (runner::gpu_kinds): those of the GPUs its command saw (its
+// first watched invocation's, by NVML index: on a host with two kinds of card, the cell's), else of
+// every GPU of its machine (not watched: no NVML, or a record from before the watcher).
+std::set<std::string> gpu_kinds(const Record& r);
+
 // Whether two runs of one cell measured the same thing and pool: the same code run the same way
-// (Code::same_identity) on the same kinds of GPU (runner::gpu_kinds).
+// (Code::same_identity) on the same kinds of GPU (gpu_kinds).
 bool same_pool(const Record& a, const Record& b);
 
 // One cell of the plan with its runs (ascending), the latest last.

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -135,16 +134,14 @@ Environment probe_environment() {
   return e;
 }
 
-std::string machine_key(const Environment& e) {
-  std::string key = e.host + "\n" + e.driver;
-  for (const auto& g : e.gpus) key += "\n" + g.name;
-  return key;
+std::set<std::string> gpu_kinds(const std::vector<Gpu>& gpus) {
+  std::set<std::string> names;
+  for (const auto& g : gpus) names.insert(g.name);
+  return names;
 }
 
-std::string gpu_kinds(const Environment& e) {
-  std::set<std::string> names;
-  for (const auto& g : e.gpus) names.insert(g.name);
-  return names.empty() ? "no GPU" : fmt::format("{}", fmt::join(names, ", "));
+std::string describe_kinds(const std::set<std::string>& kinds) {
+  return kinds.empty() ? "no GPU" : fmt::format("{}", fmt::join(kinds, ", "));
 }
 
 }  // namespace abtrack::runner

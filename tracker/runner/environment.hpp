@@ -1,6 +1,7 @@
 #pragma once
 // Where a run happened: host, OS, CPU, compiler, GPUs (through NVML), driver, CUDA. Cheap.
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,14 +45,11 @@ Environment probe_environment();
 void start_environment_probe();
 const Environment& environment();
 
-// What makes two runs' machines different for a comparison: host, GPU names, driver.
-// Equal strings: the same kind of machine.
-std::string machine_key(const Environment& e);
-
-// The kinds of GPU a machine has: its GPUs' distinct names, sorted, joined by ", " ("NVIDIA
-// H200"); "no GPU" without one. A run pools only with runs on the same kinds (a card's speed is
-// part of what is measured; a host's name or count of cards is not), and a `rounds: auto` batch
-// goes on only on them.
-std::string gpu_kinds(const Environment& e);
+// The kinds of GPU among `gpus`: their distinct names ("NVIDIA H200"). A run pools only with
+// runs on the same kinds (a card's speed is part of what is measured; a host's name or count of
+// cards is not: record::gpu_kinds).
+std::set<std::string> gpu_kinds(const std::vector<Gpu>& gpus);
+// Kinds as one phrase: "NVIDIA H100 80GB HBM3, NVIDIA H200"; "no GPU" for none.
+std::string describe_kinds(const std::set<std::string>& kinds);
 
 }  // namespace abtrack::runner
