@@ -81,6 +81,14 @@ expect_eq "$(git log -1 --format='%(trailers:key=Abtrack-Bisect,valueonly)' | tr
   "the step's commit names the bisect"
 c4_runs=$(count "// change 4")
 
+step "on another kind of GPU it does not resume: its steps would not compare"
+FAKE=${ABTRACK_BUILD_DIR:-$E2E_DIR/../../build}/tests/libfakenvml.so
+[ -f "$FAKE" ] || die "the fake NVML is not built: $FAKE (cmake --build build --target fakenvml)"
+expect_rc 3 env ABTRACK_NVML_LIBRARY="$FAKE" FAKE_NVML_NAME="Card B" "$ABTRACK" bisect --good main~7 --bad main --cell size=small --seed 7
+expect_match "$ERR" "abtrack: error: bisect $(basename "$folder") measured its steps on .*; this machine has Card B"
+expect_contains "$ERR" "give other --max-rounds, --budget or --min-effect to start a new bisect"
+expect_eq "$(git rev-list --count "$head_before"..HEAD)" 3 "nothing committed"
+
 step "the same command resumes after step 2"
 runs_resume=$(wc -l <"$RUNS")
 expect_rc 0 ab bisect --good main~7 --bad main --cell size=small --seed 7

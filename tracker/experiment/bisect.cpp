@@ -15,6 +15,7 @@
 #include "experiment/code_identity.hpp"
 #include "experiment/commit_run.hpp"
 #include "experiment/revision_run.hpp"
+#include "runner/environment.hpp"
 #include "stats/bisect.hpp"
 #include "util/files.hpp"
 #include "util/text.hpp"
@@ -233,7 +234,9 @@ void load_state(Session& s, const BisectOptions& options, const Ends& ends, cons
     st.path = std::move(before.path), st.left_out = before.left_out, st.status = before.status,
     st.steps = std::move(before.steps);
     st.plan_sha256 = before.plan_sha256;
+    st.gpus = std::move(before.gpus);
   } else {
+    st.gpus = runner::gpu_kinds(runner::environment().gpus);
     st.good_spec = options.good_spec, st.bad_spec = options.bad_spec;
     for (const auto& c : ends.path) {
       auto e = s.ctx.repo.entry(c);
@@ -464,6 +467,13 @@ int bisect(Context& ctx, Progress& progress, Progress& runs, const BisectOptions
     progress.info(fmt::format("bisect {} finished before (its log: {}/log); {}", s.st.id, s.folder, again));
     return finish(s);
   }
+  // Its steps compare with each other only on the card they were measured on (step 0 showed bad
+  // worse there).
+  if (const auto here = runner::gpu_kinds(runner::environment().gpus); s.committed && s.st.gpus && *s.st.gpus != here)
+    throw Error(Exit::environment,
+                fmt::format("bisect {} measured its steps on {}; this machine has {}", s.st.id,
+                            runner::describe_kinds(*s.st.gpus), runner::describe_kinds(here)),
+                fmt::format("resume it on {}, or {}", runner::describe_kinds(*s.st.gpus), again));
   announce(s, again);
 
   preflight(ctx, progress);

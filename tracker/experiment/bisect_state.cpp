@@ -107,6 +107,7 @@ json to_json(const BisectState& st, const Bisect& b) {
           {"id", st.id},
           {"experiment", b.plan.experiment},
           {"plan_sha256", b.plan.sha256},
+          {"gpus", st.gpus ? json(*st.gpus) : json(nullptr)},
           {"good", {{"commit", st.good}, {"spec", st.good_spec}}},
           {"bad", {{"commit", st.bad}, {"spec", st.bad_spec}}},
           {"revisions", {{"good", b.names[kGood]}, {"tested", b.names[kTested]}, {"bad", b.names[kBad]}}},
@@ -138,6 +139,7 @@ BisectState parse_state(const std::string& text, const std::string& file) {
     st.left_out = j.value("left_out", 0);
     st.status = j.at("status").get<std::string>();
     st.plan_sha256 = j.value("plan_sha256", "");
+    if (auto g = j.find("gpus"); g != j.end() && g->is_array()) st.gpus = g->get<std::set<std::string>>();
     for (const auto& s : j.at("steps")) {
       BisectStep step;
       step.number = s.at("step").get<int>();

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,9 @@ struct BisectState {
   // or budget), "not worse" or "unconfirmed" (step 0 could not show bad worse).
   std::string status = "measuring";
   std::string plan_sha256;  // of the plan the committed steps were measured with
+  // The kinds of GPU of the machine that measured its steps (runner::gpu_kinds); unset in a
+  // state written before it was kept.
+  std::optional<std::set<std::string>> gpus;
   std::vector<BisectStep> steps;
 };
 
