@@ -258,3 +258,32 @@ TEST_CASE("code_changes: a kernel in an anonymous namespace is one kernel in two
   var.kernels[0].name = nvcc_name("77d0b2e9", "encode");
   CHECK(doc::code_changes(base, var) == "`encode<8>`: only here (regs 168); `decode<8>`: only in the baseline");
 }
+
+TEST_CASE("code_changes: two implementations are compared through the kernels ncu profiled") {
+  // Theirs: an enum template value in namespaces; ours: an anonymous namespace. ncu names them
+  // without qualifiers ("unnamed>::" for the anonymous one) and with the enum as a number.
+  auto kernel = [](std::string name, std::int64_t regs, std::int64_t wgmma) {
+    metrics::KernelFacts k;
+    k.name = std::move(name);
+    k.arch = "sm_90a";
+    k.registers = regs;
+    k.sass = {{"total", 1000}, {"wgmma", wgmma}};
+    return k;
+  };
+  runner::CudaFacts theirs, ours;
+  theirs.kernels = {
+      kernel("_ZN4sm906decode6kernelINS0_14KernelTemplateILNS_9ModelTypeE1ELi64EEEEEvNS0_6ParamsE", 168, 64),
+      kernel("_ZN4sm906decode6kernelINS0_14KernelTemplateILNS_9ModelTypeE0ELi64EEEEEvNS0_6ParamsE", 160, 48),
+      kernel("_ZN4sm906decode7combineILi512EEEvNS0_6ParamsE", 48, 0)};
+  ours.kernels = {kernel("_ZN7abtrack12_GLOBAL__N_16decodeILi1ELi8EEEvNS_6ParamsE", 168, 96),
+                  kernel("_ZN7abtrack12_GLOBAL__N_16decodeILi0ELi8EEEvNS_6ParamsE", 168, 96)};
+  const std::vector<std::string> ncu_theirs{"void kernel<KernelTemplate<0, 64>>(Params)"};
+  const std::vector<std::string> ncu_ours{"void unnamed>::decode<0, 8>(Params)"};
+  CHECK(doc::code_changes(theirs, ours, ncu_theirs, ncu_ours) ==
+        "profiled `kernel<KernelTemplate<(ModelType)0, 64>…` → `decode<0, 8>`: regs 160 → 168, "
+        "WGMMA 48 → 96; other kernels: 1 only here, 2 only in the baseline");
+  // A name ncu gave that no kernel (or more than one) has: the kernels are listed as before.
+  CHECK(doc::code_changes(theirs, ours, {"void kernel<KernelTemplate<2, 64>>(Params)"}, ncu_ours)
+            .starts_with("`decode<1, 8>`: only here (regs 168); "));
+  CHECK(doc::code_changes(theirs, ours, ncu_theirs, {}).starts_with("`decode<1, 8>`: only here (regs 168); "));
+}

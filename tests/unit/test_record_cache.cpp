@@ -85,6 +85,21 @@ TEST_CASE("a malformed cache frame is a failure with its reason, whatever its co
   CHECK(record::try_decode_frame(payload, into = record::Record{}).value() == "oid1");
 }
 
+TEST_CASE("a cache frame keeps the kernels each ncu profile measured, which the evidence reads") {
+  auto r = sample_record(7);
+  CHECK_FALSE(record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8)).second.data.profiles);
+  runner::Profile a, b;
+  a.kernels = {"void unnamed>::decode<1, 8>(Params)"};
+  a.metrics = {"occ_regs"};
+  b.kernels = {"combine<512>", "combine<256>"};
+  r.data.profiles = std::vector<runner::Profile>{a, b};
+  auto back = record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8)).second;
+  REQUIRE(back.data.profiles);
+  REQUIRE(back.data.profiles->size() == 2);
+  CHECK((*back.data.profiles)[0].kernels == a.kernels);
+  CHECK((*back.data.profiles)[1].kernels == b.kernels);
+}
+
 TEST_CASE("a cache frame keeps what the watcher saw of each invocation, which the evidence reads") {
   auto r = sample_record(7);
   CHECK(record::decode_frame(std::string_view(record::encode_frame("oid1", r)).substr(8))

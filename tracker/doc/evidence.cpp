@@ -22,7 +22,8 @@ constexpr std::size_t kMaxKernels = 4;
 constexpr std::size_t kMaxNameChars = 40;
 
 // "tidy" from "_Z4tidyPKfPfi", "decode<8, 64>" from "ns::(anonymous namespace)::decode<8, 64>(...)",
-// a long template name cut short.
+// "kernel<Tile<(Mode)0> >" from "sm90::kernel<sm90::Tile<(sm90::Mode)0> >(...)": no qualifiers, a
+// long template name cut short.
 std::string short_name(const std::string& mangled) {
   std::string s = runner::demangle(mangled);
   if (s.starts_with("void ")) s.erase(0, 5);
@@ -40,6 +41,16 @@ std::string short_name(const std::string& mangled) {
   };
   if (auto paren = last_at_depth0("("); paren != std::string::npos && paren > 0) s.resize(paren);
   if (auto colons = last_at_depth0("::"); colons != std::string::npos && colons + 2 < s.size()) s.erase(0, colons + 2);
+  // The qualifiers inside the template arguments too.
+  std::string bare;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t end = i;
+    while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '_')) ++end;
+    if (end > i && s.compare(end, 2, "::") == 0) i = end + 2;
+    else if (end > i) bare.append(s, i, end - i), i = end;
+    else bare += s[i++];
+  }
+  s = std::move(bare);
   if (s.size() > kMaxNameChars) s = s.substr(0, kMaxNameChars - 1) + "…";
   return s;
 }
@@ -66,6 +77,74 @@ std::string stable_name(const std::string& mangled) {
     from = at + length;
   }
   out.append(mangled, from);
+  return out;
+}
+
+// A kernel's name reduced to what ncu's name for it ("void unnamed>::decode<8>(Params)") and the
+// demangler's ("void ns::(anonymous namespace)::decode<8>(ns::Params)") both keep: no return
+// type or parameters, no qualifiers, no casts of template values ("(ModelType)0" is "0"), no
+// `const`, references or spaces: "decode<8>".
+std::string launch_name(std::string s) {
+  for (std::string_view anon : {"(anonymous namespace)::", "unnamed>::"})
+    for (auto at = s.find(anon); at != std::string::npos; at = s.find(anon)) s.erase(at, anon.size());
+  if (s.starts_with("void ")) s.erase(0, 5);
+  int depth = 0;
+  std::size_t params = std::string::npos;  // the last '(' at template depth 0
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    else if (s[i] == '>') --depth;
+    else if (s[i] == '(' && depth == 0) params = i;
+  }
+  if (params != std::string::npos && params > 0) s.resize(params);
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
+      std::size_t end = i;
+      while (end < s.size() && word(s[end])) ++end;
+      if (s.compare(end, 2, "::") == 0) i = end + 2;  // a qualifier
+      else {
+        if (s.compare(i, end - i, "const") != 0) out.append(s, i, end - i);
+        i = end;
+      }
+      continue;
+    }
+    if (s[i] == '(') {  // a cast of a template value: "(ModelType)0", "(ns::E)-1"
+      std::size_t close = s.find(')', i);
+      bool cast =
+          close != std::string::npos && close + 1 < s.size() && close > i + 1 &&
+          (std::isdigit(static_cast<unsigned char>(s[close + 1])) || s[close + 1] == '-') &&
+          std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(close),
+                      [&](char c) { return word(c) || c == ':'; });
+      if (cast) {
+        i = close + 1;
+        continue;
+      }
+    }
+    if (s[i] != ' ' && s[i] != '&') out += s[i];
+    ++i;
+  }
+  return out;
+}
+
+// The kernel of `facts` that ncu profiled: the only one whose launch_name is that of a name ncu
+// gave (`profiled`, the first that names exactly one); nullptr when none does.
+const metrics::KernelFacts* profiled_kernel(const runner::CudaFacts& facts, const std::vector<std::string>& profiled) {
+  for (const auto& name : profiled) {
+    const std::string want = launch_name(name);
+    const metrics::KernelFacts* found = nullptr;
+    std::size_t n = 0;
+    for (const auto& k : facts.kernels)
+      if (launch_name(runner::demangle(k.name)) == want) found = &k, ++n;
+    if (n == 1) return found;
+  }
+  return nullptr;
+}
+
+// The kernels a run's ncu profiles measured, as ncu names them.
+std::vector<std::string> profiled_names(const record::Record& r) {
+  std::vector<std::string> out;
+  for (const auto& p : r.data.profiles.or_empty()) out.insert(out.end(), p.kernels.begin(), p.kernels.end());
   return out;
 }
 
@@ -206,7 +285,8 @@ double as_recorded(double v) { return std::round(v * 1000) / 1000; }
 
 }  // namespace
 
-std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& var) {
+std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& var,
+                         const std::vector<std::string>& profiled_base, const std::vector<std::string>& profiled_var) {
   auto same_kernel = [](const metrics::KernelFacts& a, const metrics::KernelFacts& b) {
     return a.arch == b.arch && stable_name(a.name) == stable_name(b.name);
   };
@@ -216,21 +296,37 @@ std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts&
     if (kernels.size() < kMaxKernels) kernels.push_back(std::move(text));
     else ++more;
   };
+  // The kernels ncu profiled, when they are two different kernels (two implementations): the
+  // facts that explain the counters, first; the other kernels of each side only counted then.
+  const auto* pb = profiled_kernel(base, profiled_base);
+  const auto* pv = profiled_kernel(var, profiled_var);
+  const bool paired = pb && pv && !same_kernel(*pb, *pv);
+  if (paired) {
+    const std::string d = kernel_diff(*pb, *pv);
+    kernels.push_back(fmt::format("profiled `{}` → `{}`: {}", short_name(pb->name), short_name(pv->name),
+                                  d.empty() ? "the same registers, memory and instruction counts" : d));
+  }
+  std::size_t only_here = 0, only_base = 0;
   for (const auto& k : var.kernels) {
     auto it = std::find_if(base.kernels.begin(), base.kernels.end(),
                            [&](const metrics::KernelFacts& b) { return same_kernel(b, k); });
     if (it == base.kernels.end()) {
-      add(fmt::format("`{}`: only here (regs {})", short_name(k.name), value_text(k.registers)));
+      if (paired) only_here += &k != pv;
+      else add(fmt::format("`{}`: only here (regs {})", short_name(k.name), value_text(k.registers)));
       continue;
     }
     if (auto d = kernel_diff(*it, k); !d.empty()) add(fmt::format("`{}`: {}", short_name(k.name), d));
   }
   for (const auto& b : base.kernels)
     if (std::none_of(var.kernels.begin(), var.kernels.end(),
-                     [&](const metrics::KernelFacts& k) { return same_kernel(b, k); }))
-      add(fmt::format("`{}`: only in the baseline", short_name(b.name)));
+                     [&](const metrics::KernelFacts& k) { return same_kernel(b, k); })) {
+      if (paired) only_base += &b != pb;
+      else add(fmt::format("`{}`: only in the baseline", short_name(b.name)));
+    }
   std::string out = fmt::format("{}", fmt::join(kernels, "; "));
   if (more) out += fmt::format("; and {} more kernels", more);
+  if (only_here || only_base)
+    out += fmt::format("; other kernels: {} only here, {} only in the baseline", only_here, only_base);
   return out;
 }
 
@@ -353,6 +449,7 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
     if (b == cells.end() || !b->latest()) continue;
     const record::Record* base = b->latest();
     const std::string label = plan.label(c.cell);
+    const auto profiled = profiled_names(*r), profiled_base = profiled_names(*base);
     std::vector<std::string> parts;
     // The compiled code: the same entry of `artifacts:` in both (its {axis} replaced by each
     // cell's values), in the latest runs.
@@ -360,12 +457,13 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
       const auto& art = r->artifacts[i];
       const auto& other = base->artifacts[i];
       if (!art.cuda || !other.cuda || !art.cuda->cuda() || !other.cuda->cuda() || art.sha256 == other.sha256) continue;
-      const std::string pair = other.sha256 + art.sha256;
+      const std::string pair = fmt::format("{}\n{}\n{}\n{}", other.sha256, art.sha256, fmt::join(profiled_base, "\n"),
+                                           fmt::join(profiled, "\n"));
       if (auto it = shown.find(pair); it != shown.end()) {
         parts.push_back(fmt::format("{}: as for {}", art.path, it->second));
         continue;
       }
-      std::string diff = code_changes(*other.cuda, *art.cuda);
+      std::string diff = code_changes(*other.cuda, *art.cuda, profiled_base, profiled);
       if (diff.empty()) continue;
       shown[pair] = label;
       parts.push_back(fmt::format("{}: {}", art.path, diff));

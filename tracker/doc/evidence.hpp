@@ -14,8 +14,14 @@ namespace abtrack::doc {
 
 // What differs between two facts of one artifact path, kernel by kernel (name and arch):
 // "`crowded`: regs 32 → 40, spill stores 268 → 0 B, STL 84 → 0; `tidy`: only in the baseline";
-// "" when nothing differs.
-std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& variant);
+// "" when nothing differs. `profiled_base` and `profiled_variant`: the kernels ncu profiled in
+// each arm's run, as ncu names them; when each names one kernel of its side's facts and the two
+// are different kernels (two implementations of one operation), their facts come first,
+// "profiled `theirs<64>` → `ours<1, 8>`: smem 0 → 1024 B, WGMMA 96 → 64", and the kernels
+// found on one side only are counted rather than listed.
+std::string code_changes(const runner::CudaFacts& base, const runner::CudaFacts& variant,
+                         const std::vector<std::string>& profiled_base = {},
+                         const std::vector<std::string>& profiled_variant = {});
 
 // The plan's ncu metrics, baseline → variant, from each arm's samples (pooled medians), in a
 // fixed order: per `ncu: occupancy` set (in the set's order, short names: "regs 168 → 128,

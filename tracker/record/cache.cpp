@@ -31,7 +31,9 @@ namespace {
 //     summary adds up over every record.
 // 12: what the watcher saw of each invocation (Invocation::watch, the rest of the invocation
 //     left out), which the document's evidence shows.
-constexpr std::string_view kMagic = "abtrack-record-cache 12\n";
+// 13: the kernels each ncu profile measured (Profile::kernels, the rest of the profile left out),
+//     which the evidence finds in the compiled code.
+constexpr std::string_view kMagic = "abtrack-record-cache 13\n";
 
 class Writer {
  public:
@@ -240,6 +242,11 @@ std::string encode_frame(std::string_view oid, const Record& r) {
       w.pod<std::uint8_t>(i.watch.has_value());
       if (i.watch) put_watch(w, *i.watch);
     }
+  w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.data.profiles.or_empty().size()));
+  for (const auto& p : r.data.profiles.or_empty()) {
+    w.pod<std::uint32_t>(static_cast<std::uint32_t>(p.kernels.size()));
+    for (const auto& k : p.kernels) w.str(k);
+  }
   std::string payload = w.take();
   Writer frame;
   frame.pod<std::uint32_t>(static_cast<std::uint32_t>(payload.size()));
@@ -380,6 +387,10 @@ Expected<std::string_view> try_decode_frame(std::string_view payload, Record& r,
   for (auto n = in.count(payload.size(), "invocation"); n > 0; --n) {
     auto& inv = r.data.invocations.emplace_back();
     if (in.pod<std::uint8_t>()) inv.watch = get_watch(in, payload.size());
+  }
+  for (auto n = in.count(payload.size(), "profile"); n > 0; --n) {
+    auto& p = r.data.profiles.ensure().emplace_back();
+    for (auto k = in.count(payload.size(), "kernel"); k > 0; --k) p.kernels.push_back(in.str());
   }
   if (!in.error().empty()) return Failure(in.error());
   if (!in.done()) return Failure("trailing bytes in cache frame");
