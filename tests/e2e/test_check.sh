@@ -93,6 +93,9 @@ expect_not_match "$OUT" '^variant=b .* worse '
 expect_contains "$OUT" "check passed"
 expect_rc 0 ab check --format md
 expect_contains "$OUT" "| variant=c |  | 103.5 | — | — | pending | — | pending |"
+expect_rc 4 ab check --history
+expect_contains "$ERR" "nothing was compared" "--history with a pending cell: no earlier code anywhere"
+expect_match "$OUT" '^variant=c .*pending'
 
 step "a comparison across machines or with other code: warned, as the document does"
 # variant=b again on another kind of GPU (the fake NVML's): its pool is that run alone, against

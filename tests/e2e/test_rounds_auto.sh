@@ -180,8 +180,8 @@ expect_true "with a new id" test "$(json runs/resume/0016.json 'd["schedule"]["b
 
 step "an unfinished batch is continued only on the kind of GPU it ran on"
 # Rounds on an H100 do not pair with rounds on an H200: `run` on another card refuses to go on
-# with the batch (exit 3, nothing recorded) and says how to start one there; on the same card,
-# another host's or not, it goes on. The cards are the fake NVML's (tests/fake_nvml/).
+# with the batch (exit 3, nothing recorded) and says how to start one there; on the same card
+# it goes on. The cards are the fake NVML's (tests/fake_nvml/).
 FAKE=${ABTRACK_BUILD_DIR:-$E2E_DIR/../../build}/tests/libfakenvml.so
 [ -f "$FAKE" ] || die "the fake NVML is not built: $FAKE (cmake --build build --target fakenvml)"
 on() { local name=$1; shift; env ABTRACK_NVML_LIBRARY="$FAKE" FAKE_NVML_NAME="$name" "$ABTRACK" "$@"; }

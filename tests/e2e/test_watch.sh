@@ -97,10 +97,13 @@ expect_eq "$(json runs/watch/0003.json '[g["name"] for g in d["env"]["gpus"]]')"
 expect_rc 0 ab status --json
 expect_eq "$("$PY" -c 'import json,sys; print([c["pool"] for c in json.load(sys.stdin)["cells"]])' <"$OUT")" "[2, 1]" "both runs of a on Card A pool"
 expect_contains "$(region AB.md summary)" "v=b is compared with its baseline across different machines: baseline run 1 on $(hostname) (Card A, driver 999.99.99); cell run 3 on $(hostname) (Card B, driver 999.99.99)"
+expect_contains "$(region AB.md summary)" "3 runs committed, " "the summary's first line"
+expect_contains "$(region AB.md summary)" " Measured on Card A (1 cell), Card B (1 cell)." "says where each pool was measured"
 expect_rc 0 two 1 step --cell v=a
 expect_rc 0 ab status --json
 expect_eq "$("$PY" -c 'import json,sys; print([c["pool"] for c in json.load(sys.stdin)["cells"]])' <"$OUT")" "[1, 1]" "a on Card B is a pool of its own"
 expect_not_contains "$(region AB.md summary)" "different machines" "a and b now both on Card B"
+expect_contains "$(region AB.md summary)" " Measured on Card B."
 cd "$first"
 
 step "an unknown throttle: value is a plan error, and nothing is written"

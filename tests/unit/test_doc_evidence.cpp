@@ -286,4 +286,9 @@ TEST_CASE("code_changes: two implementations are compared through the kernels nc
   CHECK(doc::code_changes(theirs, ours, {"void kernel<KernelTemplate<2, 64>>(Params)"}, ncu_ours)
             .starts_with("`decode<1, 8>`: only here (regs 168); "));
   CHECK(doc::code_changes(theirs, ours, ncu_theirs, {}).starts_with("`decode<1, 8>`: only here (regs 168); "));
+  // One kernel built for two architectures: the newest build is the one compared.
+  ours.kernels.push_back(kernel("_ZN7abtrack12_GLOBAL__N_16decodeILi0ELi8EEEvNS_6ParamsE", 200, 0));
+  ours.kernels.back().arch = "sm_80";
+  CHECK(doc::code_changes(theirs, ours, ncu_theirs, ncu_ours)
+            .starts_with("profiled `kernel<KernelTemplate<(ModelType)0, 64>…` → `decode<0, 8>`: regs 160 → 168, "));
 }

@@ -124,6 +124,12 @@ TEST_CASE("on a host with two kinds of GPU, a run's kind is the card its command
   CHECK(record::gpu_kinds(a) == std::set<std::string>{"NVIDIA H100 PCIe"});
   CHECK_FALSE(record::same_pool(a, b));
   CHECK(record::same_pool(a, c1));
+  // By UUID when the watch has one: NVML's index 1 is env.gpus' first when device 0 could not
+  // be read.
+  auto d = on(4, 1);
+  d.env.gpus.erase(d.env.gpus.begin());
+  d.data.invocations.front().watch->gpus.front().uuid = "GPU-1";
+  CHECK(record::gpu_kinds(d) == std::set<std::string>{"NVIDIA H100 PCIe"});
   // Not watched (no NVML): every GPU of the machine.
   b.data.invocations.front().watch->nvml = false;
   CHECK(record::gpu_kinds(b).size() == 2);

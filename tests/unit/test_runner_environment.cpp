@@ -22,5 +22,6 @@ TEST_CASE("environment: the probe started early is the one a record gets, read o
   CHECK(a.os == direct.os);
   CHECK(a.cpus == std::thread::hardware_concurrency());
   CHECK(a.gpus.size() == direct.gpus.size());
+  CHECK(a.driver == direct.driver);
   CHECK(runner::gpu_kinds(a.gpus) == runner::gpu_kinds(direct.gpus));
 }

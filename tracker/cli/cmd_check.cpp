@@ -260,7 +260,7 @@ int cmd_check(const Args& args) {
   const std::string end = end_line(tally, nothing);
   const std::string rows = table(results.rows, results.right_from, results.right_to, a.format);
   // As the document warns: comparisons across machines, or (but by design) with other code.
-  auto warnings = doc::machine_warnings(comps);
+  auto warnings = doc::machine_warnings(comps, a.history ? "earlier code" : "baseline");
   if (!a.history && plan.revisions.empty())
     for (auto& w : doc::code_warnings(comps)) warnings.push_back(std::move(w));
   if (a.format == Format::md) {

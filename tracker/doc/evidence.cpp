@@ -42,6 +42,8 @@ std::string short_name(const std::string& mangled) {
   if (auto paren = last_at_depth0("("); paren != std::string::npos && paren > 0) s.resize(paren);
   if (auto colons = last_at_depth0("::"); colons != std::string::npos && colons + 2 < s.size()) s.erase(0, colons + 2);
   // The qualifiers inside the template arguments too.
+  for (auto at = s.find("(anonymous namespace)::"); at != std::string::npos; at = s.find("(anonymous namespace)::"))
+    s.erase(at, 23);
   std::string bare;
   for (std::size_t i = 0; i < s.size();) {
     std::size_t end = i;
@@ -115,7 +117,7 @@ std::string launch_name(std::string s) {
           close != std::string::npos && close + 1 < s.size() && close > i + 1 &&
           (std::isdigit(static_cast<unsigned char>(s[close + 1])) || s[close + 1] == '-') &&
           std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(close),
-                      [&](char c) { return word(c) || c == ':'; });
+                      [&](char c) { return word(c) || c == ':' || c == ' '; });
       if (cast) {
         i = close + 1;
         continue;
@@ -127,16 +129,27 @@ std::string launch_name(std::string s) {
   return out;
 }
 
-// The kernel of `facts` that ncu profiled: the only one whose launch_name is that of a name ncu
-// gave (`profiled`, the first that names exactly one); nullptr when none does.
+// 90 for "sm_90a", 100 for "sm_100"; 0 when it is not one.
+int arch_number(const std::string& arch) {
+  int n = 0;
+  if (arch.starts_with("sm_")) std::from_chars(arch.data() + 3, arch.data() + arch.size(), n);
+  return n;
+}
+
+// The kernel of `facts` that ncu profiled: the one whose launch_name is that of a name ncu gave
+// (`profiled`, the first that names one kernel; of one kernel built for several architectures,
+// the newest build); nullptr when none does.
 const metrics::KernelFacts* profiled_kernel(const runner::CudaFacts& facts, const std::vector<std::string>& profiled) {
   for (const auto& name : profiled) {
     const std::string want = launch_name(name);
     const metrics::KernelFacts* found = nullptr;
-    std::size_t n = 0;
-    for (const auto& k : facts.kernels)
-      if (launch_name(runner::demangle(k.name)) == want) found = &k, ++n;
-    if (n == 1) return found;
+    bool one = true;
+    for (const auto& k : facts.kernels) {
+      if (launch_name(runner::demangle(k.name)) != want) continue;
+      if (found && stable_name(found->name) != stable_name(k.name)) one = false;
+      if (!found || arch_number(k.arch) > arch_number(found->arch)) found = &k;
+    }
+    if (found && one) return found;
   }
   return nullptr;
 }

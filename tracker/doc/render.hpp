@@ -42,12 +42,13 @@ std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vec
 
 // What to know before trusting comparisons (compare_cells', or `check --history`'s), a line per
 // comparison ("v=b is compared with ..."), for the document's summary and `check`:
-// - machine_warnings: the cell's and its baseline's pools ran on different machines: hosts,
-//   drivers or the kinds of GPU they measured (record::gpu_kinds: on a host of two kinds, the
-//   cells' own cards);
+// - machine_warnings: the cell's and its baseline's pools (`against`: what the base is, "baseline"
+//   or "earlier code") ran on different machines: hosts, drivers or the kinds of GPU they
+//   measured (record::gpu_kinds: on a host of two kinds, the cells' own cards);
 // - code_warnings: their latest runs ran different code (their Abtrack-Code differ), so the
 //   change mixes the code's change with the variant's (by design with revisions: or --history).
-std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps);
+std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps,
+                                          const std::string& against = "baseline");
 std::vector<std::string> code_warnings(const std::vector<CellComparison>& comps);
 
 // Holm across every p-value of `comps` (each one's metrics), as compare_cells adjusts the

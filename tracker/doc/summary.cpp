@@ -350,7 +350,7 @@ std::string plot_image(const plan::Plan& plan) {
 
 }  // namespace
 
-std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps) {
+std::vector<std::string> machine_warnings(const std::vector<CellComparison>& comps, const std::string& against) {
   std::vector<std::string> lines;
   for (const auto& cc : comps) {
     if (cc.is_baseline || !cc.base || !cc.cell->latest() || !cc.unavailable.empty()) continue;
@@ -367,11 +367,11 @@ std::vector<std::string> machine_warnings(const std::vector<CellComparison>& com
                                     r->env.driver.empty() ? "" : ", driver " + r->env.driver));
       }
     };
-    add(cc.base->pool(), "baseline");
+    add(cc.base->pool(), against.c_str());
     add(cc.cell->pool(), "cell");
     if (keys.size() > 1)
-      lines.push_back(fmt::format("{} is compared with its baseline across different machines: {}",
-                                  cc.cell->latest()->label(), fmt::join(descs, "; ")));
+      lines.push_back(fmt::format("{} is compared with its {} across different machines: {}",
+                                  cc.cell->latest()->label(), against, fmt::join(descs, "; ")));
   }
   return lines;
 }

@@ -469,7 +469,8 @@ int bisect(Context& ctx, Progress& progress, Progress& runs, const BisectOptions
   }
   // Its steps compare with each other only on the card they were measured on (step 0 showed bad
   // worse there).
-  if (const auto here = runner::gpu_kinds(runner::environment().gpus); s.committed && s.st.gpus && *s.st.gpus != here)
+  if (const auto here = runner::gpu_kinds(runner::environment().gpus);
+      s.committed && s.st.gpus && !runner::has_kinds(here, *s.st.gpus))
     throw Error(Exit::environment,
                 fmt::format("bisect {} measured its steps on {}; this machine has {}", s.st.id,
                             runner::describe_kinds(*s.st.gpus), runner::describe_kinds(here)),

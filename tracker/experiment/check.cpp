@@ -17,6 +17,7 @@ using runner::Outcome;
 
 CellRuns previous_pool(const CellRuns& c) {
   CellRuns out{c.cell, {}};
+  if (!c.latest()) return out;  // pending
   auto newest = c.pool();
   auto in_newest = [&](const Record* r) { return std::find(newest.begin(), newest.end(), r) != newest.end(); };
   // On the newest pool's kinds of GPU: another card is not earlier code.

@@ -290,7 +290,7 @@ std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& 
     return std::nullopt;
   // Its rounds pair only with rounds on the same card (another card is a pool of its own).
   const auto there = record::gpu_kinds(*latest), here = runner::gpu_kinds(runner::environment().gpus);
-  if (!std::includes(here.begin(), here.end(), there.begin(), there.end()) || there.empty() != here.empty())
+  if (!runner::has_kinds(here, there))
     throw Error(
         Exit::environment,
         fmt::format("the unfinished rounds: auto batch {} ({} of {} rounds) ran on {}; this machine has {}", batch,

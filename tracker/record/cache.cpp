@@ -32,7 +32,8 @@ namespace {
 // 12: what the watcher saw of each invocation (Invocation::watch, the rest of the invocation
 //     left out), which the document's evidence shows.
 // 13: the kernels each ncu profile measured (Profile::kernels, the rest of the profile left out),
-//     which the evidence finds in the compiled code.
+//     which the evidence finds in the compiled code; the GPUs' UUIDs, by which a run's watched
+//     GPUs are named (record::gpu_kinds).
 constexpr std::string_view kMagic = "abtrack-record-cache 13\n";
 
 class Writer {
@@ -213,7 +214,10 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   w.str(r.env.host);
   w.str(r.env.driver);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.env.gpus.size()));
-  for (const auto& g : r.env.gpus) w.str(g.name);
+  for (const auto& g : r.env.gpus) {
+    w.str(g.name);
+    w.str(g.uuid);
+  }
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(r.artifacts.size()));
   for (const auto& a : r.artifacts) {
     w.str(a.path);
@@ -359,6 +363,7 @@ Expected<std::string_view> try_decode_frame(std::string_view payload, Record& r,
   for (auto n = in.count(payload.size(), "GPU"); n > 0; --n) {
     runner::Gpu g;
     g.name = in.str();
+    g.uuid = in.str();
     r.env.gpus.push_back(std::move(g));
   }
   for (auto n = in.count(payload.size(), "artifact"); n > 0; --n) {

@@ -73,9 +73,14 @@ std::vector<CellRuns> cells_with_runs(const plan::Plan& plan, const std::vector<
 std::set<std::string> gpu_kinds(const Record& r) {
   for (const auto& inv : r.data.invocations) {
     if (!inv.watch || !inv.watch->nvml) continue;
-    std::set<std::string> seen;  // env.gpus is in NVML's order: a watched GPU's index is its place
-    for (const auto& w : inv.watch->gpus)
-      if (w.index < r.env.gpus.size()) seen.insert(r.env.gpus[w.index].name);
+    std::set<std::string> seen;
+    for (const auto& w : inv.watch->gpus) {
+      // By UUID; else (no UUID) by NVML's index, which is the GPU's place in env.gpus.
+      auto g = std::find_if(r.env.gpus.begin(), r.env.gpus.end(),
+                            [&](const runner::Gpu& x) { return !w.uuid.empty() && x.uuid == w.uuid; });
+      if (g != r.env.gpus.end()) seen.insert(g->name);
+      else if (w.uuid.empty() && w.index < r.env.gpus.size()) seen.insert(r.env.gpus[w.index].name);
+    }
     if (!seen.empty()) return seen;
     break;
   }

@@ -14,7 +14,7 @@
 namespace abtrack::record {
 
 // The kinds of GPU a run measured (runner::gpu_kinds): those of the GPUs its command saw (its
-// first watched invocation's, by NVML index: on a host with two kinds of card, the cell's), else of
+// first watched invocation's, by UUID: on a host with two kinds of card, the cell's), else of
 // every GPU of its machine (not watched: no NVML, or a record from before the watcher).
 std::set<std::string> gpu_kinds(const Record& r);
 

@@ -140,6 +140,10 @@ std::set<std::string> gpu_kinds(const std::vector<Gpu>& gpus) {
   return names;
 }
 
+bool has_kinds(const std::set<std::string>& here, const std::set<std::string>& measured) {
+  return here.empty() == measured.empty() && std::includes(here.begin(), here.end(), measured.begin(), measured.end());
+}
+
 std::string describe_kinds(const std::set<std::string>& kinds) {
   return kinds.empty() ? "no GPU" : fmt::format("{}", fmt::join(kinds, ", "));
 }

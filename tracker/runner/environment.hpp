@@ -51,5 +51,8 @@ const Environment& environment();
 std::set<std::string> gpu_kinds(const std::vector<Gpu>& gpus);
 // Kinds as one phrase: "NVIDIA H100 80GB HBM3, NVIDIA H200"; "no GPU" for none.
 std::string describe_kinds(const std::set<std::string>& kinds);
+// Whether a machine with the kinds `here` can go on with what was measured on `measured`: it has
+// each of them, and a GPU exactly when they had one.
+bool has_kinds(const std::set<std::string>& here, const std::set<std::string>& measured);
 
 }  // namespace abtrack::runner
