@@ -198,6 +198,11 @@ expect_eq "$(git status --porcelain)" "" "the work tree is as it was"
 expect_rc 0 on "Card A" run --seed 6
 expect_contains "$ERR" "continuing batch $batch after its round 3"
 expect_eq "$(run_commits)" 12 "rounds 4-6 on the same card"
+expect_rc 0 on "Card B" run
+expect_contains "$ERR" "nothing to do"
+expect_contains "$ERR" "the cells' latest runs are on Card A; this machine has Card B: \`abtrack run --all\` measures every cell here"
+expect_rc 0 on "Card A" run
+expect_not_contains "$ERR" "latest runs are on" "on their own card, nothing more is said"
 expect_rc 0 on "Card B" run --all --max-rounds 2 --seed 7
 expect_true "--all starts a batch on the other card" test "$(json runs/cards/0016.json 'd["schedule"]["batch"]')" != "$batch"
 expect_rc 0 ab check

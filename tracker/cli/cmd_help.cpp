@@ -81,7 +81,9 @@ const std::vector<Command>& commands() {
        "measured for rounds: rounds (--rounds; default 10), its revisions back to back in an order that\n"
        "alternates between rounds; the document compares them paired by round. --jobs above 1 and\n"
        "--detach do not apply then.\n"
-       "A cell's runs on the same code, command and kind of GPU pool their samples in the document.\n"
+       "A cell's runs on the same code, command and kind of GPU pool their samples in the document; with\n"
+       "nothing pending on a kind of GPU the latest runs were not measured on, it says so (--all measures\n"
+       "every cell here).\n"
        "Exit 0 when every run passes, 1 when any failed or was invalid.",
        cmd_run},
       {"status", "status [--json]", "every cell with its pool's outcome, or pending",

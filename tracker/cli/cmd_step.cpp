@@ -320,6 +320,8 @@ int cmd_run(const Args& args) {
                      : failed_left == 1
                          ? " (1 whose latest run failed a gate: --retry runs it again)"
                          : fmt::format(" ({} whose latest run failed a gate: --retry runs them again)", failed_left)));
+    if (!slurm)  // (a Slurm job's nodes are not this machine)
+      if (auto note = experiment::measured_elsewhere(ctx); !note.empty()) info(args.global, note);
     return 0;
   }
   if (rounds > 1 && !automatic)

@@ -97,6 +97,7 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
     progress.info(fmt::format(
         "every cell of {} has a valid run on its revision's code; nothing to do (--all runs every cell again{})",
         ctx.plan.experiment, opts.retry ? "" : ", --retry those whose latest run failed a gate"));
+    if (auto note = measured_elsewhere(ctx); !note.empty()) progress.info(note);
     return 0;
   }
   for (const auto& r : revisions)

@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 
 #include "experiment/commit_run.hpp"
 #include "record/compare.hpp"
+#include "runner/environment.hpp"
 #include "runner/slurm.hpp"
 #include "util/lock.hpp"
 #include "util/process.hpp"
@@ -121,6 +123,24 @@ std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool fail
     else if (failed_left && *latest == runner::Outcome::fail) ++*failed_left;
   }
   return out;
+}
+
+std::string measured_elsewhere(const Context& ctx) {
+  std::set<std::string> there;
+  const auto here = runner::gpu_kinds(runner::environment().gpus);
+  bool elsewhere = false;
+  const auto records = head_records(ctx);
+  for (const auto& c : record::cells_with_runs(ctx.plan, records)) {
+    if (!c.latest()) continue;
+    const auto kinds = record::gpu_kinds(*c.latest());
+    there.insert(kinds.begin(), kinds.end());
+    elsewhere = elsewhere || !runner::has_kinds(here, kinds);
+  }
+  if (!elsewhere) return {};
+  return fmt::format(
+      "the cells' latest runs are on {}; this machine has {}: `abtrack run --all` measures every cell "
+      "here, in pools of their own",
+      runner::describe_kinds(there), runner::describe_kinds(here));
 }
 
 std::string new_batch_id() {
