@@ -123,6 +123,7 @@ expect_contains "$log" "skipped: does not build"
 expect_match "$log" "median good [0-9.]+ us, tested [0-9.]+ us" "each step's medians"
 git show "HEAD:$folder/bisect.json" >"$WORK/bisect.json"
 expect_eq "$(json "$WORK/bisect.json" 'd["status"]')" found
+expect_eq "$(json "$WORK/bisect.json" 'isinstance(d["gpus"], list)')" true "the kinds of GPU that measured it"
 expect_eq "$(json "$WORK/bisect.json" '" ".join(c[:7] for c in d["path"])')" "$(for i in 2 3 4 5 6 7 8; do printf '%s ' "${c[$i]:0:7}"; done | sed 's/ $//')" \
   "the path is the user's commits c2..c8"
 expect_eq "$(json "$WORK/bisect.json" '[s["commit"][:7] for s in d["steps"]]')" "[\"${c[8]:0:7}\", \"${c[4]:0:7}\", \"${c[6]:0:7}\", \"${c[5]:0:7}\"]"
