@@ -104,6 +104,11 @@ expect_rc 0 ab status --json
 expect_eq "$("$PY" -c 'import json,sys; print([c["pool"] for c in json.load(sys.stdin)["cells"]])' <"$OUT")" "[1, 1]" "a on Card B is a pool of its own"
 expect_not_contains "$(region AB.md summary)" "different machines" "a and b now both on Card B"
 expect_contains "$(region AB.md summary)" " Measured on Card B."
+# b again on Card A: compared with a's runs on Card A (runs 1 and 2), not with a's latest (Card B).
+expect_rc 0 two 0 step --cell v=b
+expect_eq "$(json runs/watch/0005.json 'd["comparison"]["baseline_run"]')" 2 "and its record's"
+expect_not_contains "$(region AB.md summary)" "different machines" "the document's: no comparison across cards"
+expect_contains "$(region AB.md summary)" " Measured on Card A (1 cell), Card B (1 cell)."
 cd "$first"
 
 step "an unknown throttle: value is a plan error, and nothing is written"

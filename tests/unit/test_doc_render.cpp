@@ -224,3 +224,31 @@ TEST_CASE("three or more revisions get a step-by-step table: each against the on
                                     make_record(two, 2, two.cells()[1], series(90, 20), 0.001)};
   CHECK(doc::render_regions(two, recs2)["summary"].find("Step by step") == std::string::npos);
 }
+
+TEST_CASE("compare_cells: a cell is compared with the baseline's runs on its own kind of GPU") {
+  auto p = demo_plan();
+  auto cells = p.cells();  // warps=4 batch=a|b first: the baseline of warps=8 batch=a|b (cells[2])
+  auto on = [&](int run, const plan::Cell& c, double t, const char* gpu) {
+    auto r = make_record(p, run, c, {t, t, t, t, t, t}, 0.001);
+    r.code.commit = std::string(40, '1');
+    r.env.gpus.push_back(runner::Gpu{gpu});
+    return r;
+  };
+  std::vector<record::Record> recs{on(1, cells[0], 100, "NVIDIA H100 80GB HBM3"), on(2, cells[0], 60, "NVIDIA H200"),
+                                   on(3, cells[2], 90, "NVIDIA H100 80GB HBM3")};
+  auto runs = record::cells_with_runs(p, recs);
+  std::size_t with_p = 0;
+  auto comps = doc::compare_cells(p, runs, with_p);
+  REQUIRE(comps[2].base);
+  CHECK(comps[2].base->latest()->run == 1);  // the H100 run, not the baseline's newer H200 one
+  REQUIRE(comps[2].result.metrics.size() == 1);
+  CHECK(comps[2].result.metrics[0].result.delta_pct < 0);  // 90 against 100, not against 60
+  CHECK(doc::machine_warnings(comps).empty());
+  // Without baseline runs on its card: the baseline's latest pool, across cards, warned.
+  recs.erase(recs.begin());
+  runs = record::cells_with_runs(p, recs);
+  comps = doc::compare_cells(p, runs, with_p);
+  REQUIRE(comps[2].base);
+  CHECK(comps[2].base->latest()->run == 2);
+  CHECK(doc::machine_warnings(comps).size() == 1);
+}

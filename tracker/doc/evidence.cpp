@@ -458,8 +458,12 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
     const record::Record* r = c.latest();
     auto base_cell = plan.baseline_for(c.cell);
     if (!r || !base_cell || *base_cell == c.cell) continue;
-    auto b = std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& x) { return x.cell == *base_cell; });
-    if (b == cells.end() || !b->latest()) continue;
+    auto found =
+        std::find_if(cells.begin(), cells.end(), [&](const record::CellRuns& x) { return x.cell == *base_cell; });
+    if (found == cells.end()) continue;
+    const record::CellRuns on_card = record::baseline_runs(*found, c);  // as the cell is compared
+    const record::CellRuns* b = &on_card;
+    if (!b->latest()) continue;
     const record::Record* base = b->latest();
     const std::string label = plan.label(c.cell);
     const auto profiled = profiled_names(*r), profiled_base = profiled_names(*base);

@@ -383,9 +383,14 @@ std::vector<CellComparison> compare_cells(const plan::Plan& plan, const std::vec
       cc.is_baseline = true;
       continue;
     }
-    auto b = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
-    const Record* base = b == cells.end() ? nullptr : b->latest();
-    if (base) cc.base = &*b;
+    auto found = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
+    const CellRuns* b = found == cells.end() ? nullptr : &*found;
+    if (b && latest) {
+      if (auto on = record::baseline_runs(*b, cells[i]); on.runs.size() != b->runs.size())
+        b = (cc.base_on_card = std::make_shared<const CellRuns>(std::move(on))).get();
+    }
+    const Record* base = b ? b->latest() : nullptr;
+    if (base) cc.base = b;
     if (!latest) continue;
     if (cells[i].outcome() != Outcome::pass)
       cc.unavailable = cells[i].outcome() == Outcome::fail ? "no verdict: a gate failed" : "no verdict: invalid run";

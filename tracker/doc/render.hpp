@@ -2,6 +2,7 @@
 // Rendering the generated regions of the A/B document from the plan and the records. Pure:
 // the same plan and records always give the same text (`abtrack verify` relies on it).
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ std::map<std::string, std::string> render_regions(const plan::Plan& plan, const 
 // One cell's latest state against its baseline cell, as the results table shows it.
 struct CellComparison {
   const record::CellRuns* cell = nullptr;
-  const record::CellRuns* base = nullptr;  // the baseline cell, when it has a run
+  // The baseline cell as the cell is compared with it (record::baseline_runs), when it has a run:
+  // one of `cells`, or `base_on_card` (its runs on the cell's kind of GPU).
+  const record::CellRuns* base = nullptr;
+  std::shared_ptr<const record::CellRuns> base_on_card;
   bool is_baseline = false;
   std::string unavailable;  // why there is no comparison ("baseline pending", ...)
   record::Comparison result;

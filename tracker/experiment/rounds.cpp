@@ -52,8 +52,10 @@ std::map<std::string, Standing> judge(const plan::Plan& plan, const std::vector<
   for (const auto& v : variants) {
     const std::string label = plan.label(v);
     const auto* cell = find_cell(cells, v);
-    const auto* base = find_cell(cells, *plan.baseline_for(v));
-    if (!cell || !base || !cell->latest() || !base->latest()) continue;
+    const auto* base_cell = find_cell(cells, *plan.baseline_for(v));
+    if (!cell || !base_cell || !cell->latest() || !base_cell->latest()) continue;
+    const record::CellRuns on_card = record::baseline_runs(*base_cell, *cell);  // as the document compares
+    const auto* base = &on_card;
     if (cell->outcome() != runner::Outcome::pass || base->outcome() != runner::Outcome::pass) {
       out[label] =
           Standing{true, fmt::format("no verdict: {} {}",
@@ -319,7 +321,7 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
     if (!is_variant(plan, c.cell)) continue;
     const auto* base = find_cell(cells, *plan.baseline_for(c.cell));
     std::optional<Noise> noise;
-    if (base && c.latest() && base->latest()) noise = round_noise(*base, c, primary->name);
+    if (base && c.latest() && base->latest()) noise = round_noise(record::baseline_runs(*base, c), c, primary->name);
     if (!noise) {
       lines.push_back(
           fmt::format("{}: no recorded pools to judge by (needs 2 runs of it and of its baseline, or 2 paired rounds)",

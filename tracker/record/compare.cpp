@@ -91,6 +91,16 @@ bool same_pool(const Record& a, const Record& b) {
   return a.code.same_identity(b.code) && gpu_kinds(a) == gpu_kinds(b);
 }
 
+CellRuns baseline_runs(const CellRuns& base, const CellRuns& cell) {
+  if (!cell.latest() || !base.latest()) return base;
+  const auto kinds = gpu_kinds(*cell.latest());
+  if (gpu_kinds(*base.latest()) == kinds) return base;
+  CellRuns on{base.cell, {}};
+  for (const auto* r : base.runs)
+    if (gpu_kinds(*r) == kinds) on.runs.push_back(r);
+  return on.runs.empty() ? base : on;
+}
+
 std::vector<const Record*> CellRuns::pool() const {
   std::vector<const Record*> out;
   if (runs.empty()) return out;
@@ -194,12 +204,12 @@ std::optional<Comparison> compare_run(const plan::Plan& plan, const std::vector<
   if (!base_cell || *base_cell == run.cell || run.outcome != runner::Outcome::pass) return std::nullopt;
   const auto cells = cells_with_runs(plan, records);
   auto it = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& c) { return c.cell == *base_cell; });
-  if (it == cells.end() || !it->latest() || it->outcome() != runner::Outcome::pass) return std::nullopt;
-  Comparison c = compare_with_baseline(plan, *it, run.samples);
-  if (run.schedule && !run.schedule->batch.empty()) {
-    auto self = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& x) { return x.cell == run.cell; });
-    if (self != cells.end()) pair_by_round(plan, *it, *self, c);
-  }
+  auto self = std::find_if(cells.begin(), cells.end(), [&](const CellRuns& x) { return x.cell == run.cell; });
+  if (it == cells.end() || self == cells.end()) return std::nullopt;
+  const CellRuns base = baseline_runs(*it, *self);
+  if (!base.latest() || base.outcome() != runner::Outcome::pass) return std::nullopt;
+  Comparison c = compare_with_baseline(plan, base, run.samples);
+  if (run.schedule && !run.schedule->batch.empty()) pair_by_round(plan, base, *self, c);
   return c;
 }
 

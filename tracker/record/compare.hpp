@@ -42,6 +42,12 @@ struct CellRuns {
   const Record* deciding() const;
 };
 
+// The baseline cell `base` as `cell` is compared with it: its runs on the kinds of GPU of `cell`'s
+// latest run when it has some there (the latest of those decides its pool), else all of them
+// (compared across cards: the document warns). A cell measured on an H100 is compared with the
+// baseline's H100 runs, even when the baseline ran on an H200 since.
+CellRuns baseline_runs(const CellRuns& base, const CellRuns& cell);
+
 // Finds which of plan.cells() a record belongs to, from the positions of its values among
 // their axes' values (a number in the mixed radix of the axes' sizes), without building a
 // plan::Cell per record: a step locates every record of the history this way.
