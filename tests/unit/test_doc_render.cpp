@@ -252,3 +252,43 @@ TEST_CASE("compare_cells: a cell is compared with the baseline's runs on its own
   CHECK(comps[2].base->latest()->run == 2);
   CHECK(doc::machine_warnings(comps).size() == 1);
 }
+
+TEST_CASE("a step reads in full the baseline's runs a cell is compared with on its own kind of GPU") {
+  auto p = demo_plan();
+  auto cells = p.cells();
+  // 120 runs over the 4 cells: the first 8 on Card A (code x), the rest on Card B (code y), but
+  // for run 118 (cells[2], a variant of cells[0]) on Card A again: compared with cells[0]'s runs
+  // 4 and 8, neither in its latest pool nor among the newest 50.
+  std::vector<record::Record> recs;
+  for (int run = 1; run <= 120; ++run) {
+    recs.push_back(make_record(p, run, cells[static_cast<std::size_t>(run % 4)], series(100 + run % 4, 6), 0.001));
+    const bool a = run <= 8 || run == 118;
+    recs.back().code.commit = std::string(40, a ? 'x' : 'y');
+    recs.back().env.gpus.push_back(runner::Gpu{a ? "Card A" : "Card B"});
+  }
+  std::vector<std::string> frames;
+  for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
+  std::vector<record::HeaderView> headers(recs.size());
+  for (std::size_t i = 0; i < recs.size(); ++i)
+    record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  CHECK(headers[3].gpus == "Card A");
+  auto full = doc::records_read_in_full(p, headers);
+  CHECK(full[3]);  // run 4: cells[0] on Card A
+  CHECK(full[7]);  // run 8
+  std::vector<record::Record> read;
+  std::size_t left_out = 0;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    if (full[i]) read.push_back(recs[i]);
+    else ++left_out;
+  }
+  std::string out_runs;
+  for (std::size_t i = 0; i < recs.size(); ++i)
+    if (!full[i]) out_runs += std::to_string(recs[i].run) + " ";
+  // Cells 1 and 3 on Card A, and cells[2] on Card B before the newest 50: in no pool shown.
+  CHECK(out_runs.starts_with("1 3 5 7 10 14 "));
+  CHECK(left_out == 20);
+  auto all = doc::render_regions(p, recs, doc::RenderOptions{false});
+  CHECK(all["summary"].find("Measured on Card A (1 cell), Card B (3 cells).") != std::string::npos);
+  CHECK(all["summary"].find("different machines") == std::string::npos);
+  CHECK(doc::render_regions(p, read, doc::RenderOptions{false, left_out, 0}) == all);
+}

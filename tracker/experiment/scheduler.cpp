@@ -128,6 +128,7 @@ std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool fail
 std::string measured_elsewhere(const Context& ctx) {
   std::set<std::string> there;
   const auto here = runner::gpu_kinds(runner::environment().gpus);
+  if (here.empty()) return {};  // no GPU here: nothing to measure them on
   bool elsewhere = false;
   const auto records = head_records(ctx);
   for (const auto& c : record::cells_with_runs(ctx.plan, records)) {

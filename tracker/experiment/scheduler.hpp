@@ -48,7 +48,8 @@ std::vector<plan::Cell> cells_to_run(const Context& ctx, bool invalid, bool fail
 
 // For a `run` that finds nothing to do: when cells' latest runs were measured on kinds of GPU this
 // machine lacks, says so ("their latest runs are on NVIDIA H100 80GB HBM3; this machine has
-// NVIDIA H200: ..."), since a new card gets no run without --all; "" otherwise.
+// NVIDIA H200: ..."), since a new card gets no run without --all; "" otherwise, and on a machine
+// without a GPU.
 std::string measured_elsewhere(const Context& ctx);
 
 // A batch id for the rounds of one invocation: random, whatever the seed, so that the rounds of

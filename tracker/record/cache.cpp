@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "record/compare.hpp"
 #include "util/files.hpp"
 
 namespace abtrack::record {
@@ -33,7 +34,8 @@ namespace {
 //     left out), which the document's evidence shows.
 // 13: the kernels each ncu profile measured (Profile::kernels, the rest of the profile left out),
 //     which the evidence finds in the compiled code; the GPUs' UUIDs, by which a run's watched
-//     GPUs are named (record::gpu_kinds).
+//     GPUs are named (record::gpu_kinds); the run's kinds of GPU in the header, which decide
+//     which baseline runs a step reads in full.
 constexpr std::string_view kMagic = "abtrack-record-cache 13\n";
 
 class Writer {
@@ -189,6 +191,7 @@ std::string encode_frame(std::string_view oid, const Record& r) {
   h.str(r.code.recipe);
   h.str(r.code.revision);
   h.pod<double>(r.data.command_s);
+  h.str(gpu_kinds_key(r));
   std::string header = h.take();
   Writer w;
   w.str(oid);
@@ -302,6 +305,7 @@ Expected<std::string_view> try_decode_header(std::string_view payload, HeaderVie
   h.recipe = r.view();
   h.revision = r.view();
   h.command_s = r.pod<double>();
+  h.gpus = r.view();
   if (!r.error().empty()) return Failure(r.error());
   if (!r.done()) return Failure("trailing bytes in a cache frame's header");
   return oid;

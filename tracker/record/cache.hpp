@@ -34,6 +34,7 @@ struct HeaderView {
   std::string_view recipe;
   std::string_view revision;
   double command_s = 0;         // Record::data.command_s
+  std::string_view gpus;        // record::gpu_kinds_key
   std::uint32_t cell_size = 0;  // pairs in `cell`
   std::string_view cell;        // the cell's axis -> value pairs, encoded (use value())
   // The value of the first pair naming `axis`, nullopt when none does.

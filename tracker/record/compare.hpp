@@ -18,6 +18,9 @@ namespace abtrack::record {
 // every GPU of its machine (not watched: no NVML, or a record from before the watcher).
 std::set<std::string> gpu_kinds(const Record& r);
 
+// gpu_kinds as one string, the names joined by '\n' (what a cache frame's header keeps).
+std::string gpu_kinds_key(const Record& r);
+
 // Whether two runs of one cell measured the same thing and pool: the same code run the same way
 // (Code::same_identity) on the same kinds of GPU (gpu_kinds).
 bool same_pool(const Record& a, const Record& b);
