@@ -49,6 +49,15 @@ std::vector<double> series(double base, int n) {
   return v;
 }
 
+// The headers of `recs` as a step reads them: views into their cache frames, kept in `frames`.
+std::vector<record::HeaderView> headers_of(const std::vector<record::Record>& recs, std::vector<std::string>& frames) {
+  for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
+  std::vector<record::HeaderView> headers(recs.size());
+  for (std::size_t i = 0; i < recs.size(); ++i)
+    record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  return headers;
+}
+
 std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;
   for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
@@ -124,12 +133,8 @@ TEST_CASE("the records outside the pools and the newest runs left out render the
   }
   recs.back().code.commit = std::string(40, 'a');
   recs[29].experiment = "other";
-  // The headers as a step reads them: views into cache frames.
   std::vector<std::string> frames;
-  for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
-  std::vector<record::HeaderView> headers(recs.size());
-  for (std::size_t i = 0; i < recs.size(); ++i)
-    record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  const auto headers = headers_of(recs, frames);
   CHECK(headers[5].value("warps") == recs[5].cell[0].second);
   CHECK_FALSE(headers[5].value("stages"));
   auto full = doc::records_read_in_full(p, headers);
@@ -267,10 +272,7 @@ TEST_CASE("a step reads in full the baseline's runs a cell is compared with on i
     recs.back().env.gpus.push_back(runner::Gpu{a ? "Card A" : "Card B"});
   }
   std::vector<std::string> frames;
-  for (const auto& r : recs) frames.push_back(record::encode_frame(std::string(40, '0'), r));
-  std::vector<record::HeaderView> headers(recs.size());
-  for (std::size_t i = 0; i < recs.size(); ++i)
-    record::decode_header(std::string_view(frames[i]).substr(8), headers[i]);
+  const auto headers = headers_of(recs, frames);
   CHECK(headers[3].gpus == "Card A");
   auto full = doc::records_read_in_full(p, headers);
   CHECK(full[3]);  // run 4: cells[0] on Card A

@@ -21,38 +21,39 @@ constexpr std::size_t kMaxBullets = 30;
 constexpr std::size_t kMaxKernels = 4;
 constexpr std::size_t kMaxNameChars = 40;
 
-// "tidy" from "_Z4tidyPKfPfi", "decode<8, 64>" from "ns::(anonymous namespace)::decode<8, 64>(...)",
-// "kernel<Tile<(Mode)0> >" from "sm90::kernel<sm90::Tile<(sm90::Mode)0> >(...)": no qualifiers, a
-// long template name cut short.
-std::string short_name(const std::string& mangled) {
-  std::string s = runner::demangle(mangled);
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// A kernel's name as the demangler or ncu gives it, without "void ", its parameters (the last '('
+// at template depth 0) or any qualifier, the anonymous namespace's ("(anonymous namespace)::",
+// ncu's "unnamed>::") included: "decode<8, 64>" from "void ns::(anonymous namespace)::decode<8,
+// 64>(ns::Params)", "kernel<Tile<(Mode)0> >" from "void sm90::kernel<sm90::Tile<(sm90::Mode)0>
+// >(sm90::Params)".
+std::string unqualified(std::string s) {
+  for (std::string_view anon : {"(anonymous namespace)::", "unnamed>::"})
+    for (auto at = s.find(anon); at != std::string::npos; at = s.find(anon)) s.erase(at, anon.size());
   if (s.starts_with("void ")) s.erase(0, 5);
-  // Drop the parameter list (the last '(' at template depth 0), then the qualifiers (up to the
-  // last "::" at depth 0): the documents show many kernels of one namespace.
-  auto last_at_depth0 = [&](std::string_view what) {
-    int depth = 0;
-    std::size_t found = std::string::npos;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '<') ++depth;
-      else if (s[i] == '>') --depth;
-      else if (depth == 0 && s.compare(i, what.size(), what) == 0) found = i;
-    }
-    return found;
-  };
-  if (auto paren = last_at_depth0("("); paren != std::string::npos && paren > 0) s.resize(paren);
-  if (auto colons = last_at_depth0("::"); colons != std::string::npos && colons + 2 < s.size()) s.erase(0, colons + 2);
-  // The qualifiers inside the template arguments too.
-  for (auto at = s.find("(anonymous namespace)::"); at != std::string::npos; at = s.find("(anonymous namespace)::"))
-    s.erase(at, 23);
-  std::string bare;
+  int depth = 0;
+  std::size_t params = std::string::npos;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    else if (s[i] == '>') --depth;
+    else if (s[i] == '(' && depth == 0) params = i;
+  }
+  if (params != std::string::npos && params > 0) s.resize(params);
+  std::string out;
   for (std::size_t i = 0; i < s.size();) {
     std::size_t end = i;
-    while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '_')) ++end;
-    if (end > i && s.compare(end, 2, "::") == 0) i = end + 2;
-    else if (end > i) bare.append(s, i, end - i), i = end;
-    else bare += s[i++];
+    while (end < s.size() && word_char(s[end])) ++end;
+    if (end > i && s.compare(end, 2, "::") == 0) i = end + 2;  // a qualifier
+    else if (end > i) out.append(s, i, end - i), i = end;
+    else out += s[i++];
   }
-  s = std::move(bare);
+  return out;
+}
+
+// "tidy" from "_Z4tidyPKfPfi", unqualified, a long template name cut short.
+std::string short_name(const std::string& mangled) {
+  std::string s = unqualified(runner::demangle(mangled));
   if (s.size() > kMaxNameChars) s = s.substr(0, kMaxNameChars - 1) + "…";
   return s;
 }
@@ -83,45 +84,31 @@ std::string stable_name(const std::string& mangled) {
 }
 
 // A kernel's name reduced to what ncu's name for it ("void unnamed>::decode<8>(Params)") and the
-// demangler's ("void ns::(anonymous namespace)::decode<8>(ns::Params)") both keep: no return
-// type or parameters, no qualifiers, no casts of template values ("(ModelType)0" is "0"), no
-// `const`, references or spaces: "decode<8>".
-std::string launch_name(std::string s) {
-  for (std::string_view anon : {"(anonymous namespace)::", "unnamed>::"})
-    for (auto at = s.find(anon); at != std::string::npos; at = s.find(anon)) s.erase(at, anon.size());
-  if (s.starts_with("void ")) s.erase(0, 5);
-  int depth = 0;
-  std::size_t params = std::string::npos;  // the last '(' at template depth 0
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') ++depth;
-    else if (s[i] == '>') --depth;
-    else if (s[i] == '(' && depth == 0) params = i;
-  }
-  if (params != std::string::npos && params > 0) s.resize(params);
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+// demangler's ("void ns::(anonymous namespace)::decode<8>(ns::Params)") both keep: unqualified,
+// without casts of template values ("(ModelType)0" is "0"), `const`, references or spaces:
+// "decode<8>".
+std::string launch_name(const std::string& name) {
+  const std::string s = unqualified(name);
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
-    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
-      std::size_t end = i;
-      while (end < s.size() && word(s[end])) ++end;
-      if (s.compare(end, 2, "::") == 0) i = end + 2;  // a qualifier
-      else {
-        if (s.compare(i, end - i, "const") != 0) out.append(s, i, end - i);
-        i = end;
-      }
-      continue;
-    }
-    if (s[i] == '(') {  // a cast of a template value: "(ModelType)0", "(ns::E)-1"
+    if (s[i] == '(') {  // a cast of a template value: "(ModelType)0", "(unsigned char)1"
       std::size_t close = s.find(')', i);
       bool cast =
           close != std::string::npos && close + 1 < s.size() && close > i + 1 &&
           (std::isdigit(static_cast<unsigned char>(s[close + 1])) || s[close + 1] == '-') &&
           std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i + 1), s.begin() + static_cast<std::ptrdiff_t>(close),
-                      [&](char c) { return word(c) || c == ':' || c == ' '; });
+                      [](char c) { return word_char(c) || c == ' '; });
       if (cast) {
         i = close + 1;
         continue;
       }
+    }
+    if (word_char(s[i])) {
+      std::size_t end = i;
+      while (end < s.size() && word_char(s[end])) ++end;
+      if (s.compare(i, end - i, "const") != 0) out.append(s, i, end - i);
+      i = end;
+      continue;
     }
     if (s[i] != ' ' && s[i] != '&') out += s[i];
     ++i;

@@ -359,18 +359,22 @@ std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector
     if (cell[i]) full[i] = i == *latest[*cell[i]] || headers[i].same_identity(headers[*latest[*cell[i]]]);
   // A cell is compared with its baseline's runs on its own kinds of GPU (record::baseline_runs):
   // of its baseline cell, the latest run on those kinds and the runs on that run's code there.
+  // (Nothing more when the baseline's latest run is on those kinds: its pool is read already.)
   const auto& all = locator.cells();
+  std::vector<std::vector<std::size_t>> runs_of(all.size());
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if (cell[i]) runs_of[*cell[i]].push_back(i);
   for (std::size_t c = 0; c < all.size(); ++c) {
     auto base = latest[c] ? plan.baseline_for(all[c]) : std::nullopt;
     if (!base || *base == all[c]) continue;
     const auto b = static_cast<std::size_t>(std::find(all.begin(), all.end(), *base) - all.begin());
     const std::string_view kinds = headers[*latest[c]].gpus;
+    if (b == all.size() || !latest[b] || headers[*latest[b]].gpus == kinds) continue;
     std::optional<std::size_t> on;
-    for (std::size_t i = 0; i < headers.size(); ++i)
-      if (cell[i] == b && headers[i].gpus == kinds) on = i;
-    for (std::size_t i = 0; on && i < headers.size(); ++i)
-      if (cell[i] == b && headers[i].gpus == kinds && (i == *on || headers[i].same_identity(headers[*on])))
-        full[i] = true;
+    for (auto i : runs_of[b])
+      if (headers[i].gpus == kinds) on = i;
+    for (auto i : runs_of[b])
+      if (on && headers[i].gpus == kinds && (i == *on || headers[i].same_identity(headers[*on]))) full[i] = true;
   }
   std::size_t listed = 0;
   for (std::size_t i = headers.size(); i-- > 0 && listed < kRunsListed;)

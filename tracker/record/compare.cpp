@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace abtrack::record {
 
@@ -87,11 +88,7 @@ std::set<std::string> gpu_kinds(const Record& r) {
   return runner::gpu_kinds(r.env.gpus);
 }
 
-std::string gpu_kinds_key(const Record& r) {
-  std::string key;
-  for (const auto& k : gpu_kinds(r)) key += (key.empty() ? "" : "\n") + k;
-  return key;
-}
+std::string gpu_kinds_key(const Record& r) { return fmt::format("{}", fmt::join(gpu_kinds(r), "\n")); }
 
 bool same_pool(const Record& a, const Record& b) {
   return a.code.same_identity(b.code) && gpu_kinds(a) == gpu_kinds(b);
