@@ -178,6 +178,26 @@ expect_rc 0 ab run --all --max-rounds 2 --seed 7
 expect_not_contains "$ERR" "continuing" "--all starts a new batch"
 expect_true "with a new id" test "$(json runs/resume/0016.json 'd["schedule"]["batch"]')" != "$batch"
 
+step "an unfinished batch is not continued on other code"
+# Rounds on new code pool apart from the batch's: continuing would give them only the rounds the
+# batch has left. `run` says so and has nothing to do; `--all` starts a batch on the new code.
+setup_repo auto-newcode newcode "base, same" base "rounds: auto" "max_rounds: 6"
+echo 0 >"$COUNT"
+expect_rc 0 ab run --seed 5 --max-rounds 3
+batch=$(json runs/newcode/0001.json 'd["schedule"]["batch"]')
+echo "# new code" >>bench.sh && git commit -q -am "new code" || die "git commit"
+expect_rc 0 ab run --seed 6
+expect_contains "$ERR" "not continuing the unfinished rounds: auto batch $batch (3 of 6 rounds): it measured code"
+expect_contains "$ERR" "\`abtrack run --all\` starts a batch on this code"
+expect_not_contains "$ERR" "continuing batch"
+expect_eq "$(run_commits)" 6 "nothing run on the new code"
+expect_rc 0 ab run --dry-run
+expect_eq "$(run_commits)" 6 "a dry run records nothing"
+git revert --no-edit HEAD >/dev/null || die "git revert"
+expect_rc 0 ab run --seed 6 --max-rounds 4
+expect_contains "$ERR" "continuing batch $batch after its round 3" "back on the batch's code, it goes on"
+expect_eq "$(run_commits)" 8 "round 4 of both cells"
+
 step "an unfinished batch is continued only on the kind of GPU it ran on"
 # Rounds on an H100 do not pair with rounds on an H200: `run` on another card refuses to go on
 # with the batch (exit 3, nothing recorded) and says how to start one there; on the same card

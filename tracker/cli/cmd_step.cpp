@@ -311,7 +311,8 @@ int cmd_run(const Args& args) {
   std::size_t failed_left = 0;
   auto cells = a.all ? ctx.plan.cells() : experiment::cells_to_run(ctx, true, a.retry, &failed_left);
   if (cells.empty() && automatic && !a.all)
-    if (auto unfinished = experiment::continue_unfinished_batch(ctx, *automatic)) cells = std::move(*unfinished);
+    if (auto unfinished = experiment::continue_unfinished_batch(ctx, progress, *automatic))
+      cells = std::move(*unfinished);
   if (cells.empty()) {
     info(args.global,
          fmt::format("every cell of {} has a valid run{}; nothing to do (--all runs every cell again)",

@@ -87,7 +87,7 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
   }
   std::optional<AutoRounds> automatic = opts.automatic;
   if (todo.empty() && automatic && !opts.all && !opts.only && !opts.step && !opts.group)
-    if (auto unfinished = continue_unfinished_batch(ctx, *automatic))
+    if (auto unfinished = continue_unfinished_batch(ctx, progress, *automatic))
       for (auto& group : revision_groups(ctx.plan))
         if (std::any_of(group.begin(), group.end(), [&](const plan::Cell& c) {
               return std::find(unfinished->begin(), unfinished->end(), c) != unfinished->end();

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "experiment/code_identity.hpp"
 #include "experiment/commit_run.hpp"
 #include "experiment/scheduler.hpp"
 #include "record/compare.hpp"
@@ -261,7 +262,8 @@ void run_auto_rounds(Context& ctx, Progress& progress, const std::vector<Unit>& 
   }
 }
 
-std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, AutoRounds& opts) {
+std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, Progress& progress,
+                                                                 AutoRounds& opts) {
   const auto records = head_records(ctx);
   auto latest = std::max_element(records.begin(), records.end(),
                                  [](const record::Record& a, const record::Record& b) { return a.run < b.run; });
@@ -290,6 +292,18 @@ std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& 
         return it == standing.end() || !it->second.decided;
       }))
     return std::nullopt;
+  // New code would start pools of its own, with only the rounds this batch has left. (A dry run
+  // makes no snapshot to tell.)
+  if (ctx.plan.revisions.empty() && !opts.dry_run) {
+    const record::Code now = code_identity(ctx, progress);
+    if (!now.same_code(latest->code)) {
+      progress.info(
+          fmt::format("not continuing the unfinished rounds: auto batch {} ({} of {} rounds): it measured "
+                      "code {}, the work tree holds {}; `abtrack run --all` starts a batch on this code",
+                      batch, rounds, opts.max_rounds, latest->code.short_name(), now.short_name()));
+      return std::nullopt;
+    }
+  }
   // Its rounds pair only with rounds on the same card (another card is a pool of its own).
   const auto there = record::gpu_kinds(*latest), here = runner::gpu_kinds(runner::environment().gpus);
   if (!runner::has_kinds(here, there))

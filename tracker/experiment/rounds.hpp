@@ -49,10 +49,13 @@ struct AutoRounds {
 // interrupted run, a lower --max-rounds) with a comparison undecided and rounds left before
 // `opts.max_rounds`: points `opts` at that batch and returns the cells it ran, plan order, so that
 // `run` continues it rather than starting over (a confidence sequence stays valid however long it
-// is watched, so the rounds of both invocations judge together). Otherwise nullopt. Throws
-// Error(environment) when that batch ran on other kinds of GPU than this machine's (its rounds
-// would not pair with this card's).
-std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, AutoRounds& opts);
+// is watched, so the rounds of both invocations judge together). Otherwise nullopt, also when
+// the code changed since the batch's latest run (a plan without revisions: its new rounds would
+// pool apart, with only the rounds the batch has left; `progress` says so and that `run --all`
+// starts a batch on this code; not checked in a dry run). Throws Error(environment) when that batch ran on other kinds
+// of GPU than this machine's (its rounds would not pair with this card's).
+std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, Progress& progress,
+                                                                 AutoRounds& opts);
 
 // Runs `rounds: auto` over `units`: round after round, each through `run_round` (one round's
 // schedule: the units still in play), judging after each round from 2 on the paired comparisons
