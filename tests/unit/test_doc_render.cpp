@@ -179,6 +179,11 @@ TEST_CASE("escape_cell") {
   CHECK(doc::escape_cell("x ` <!-- y") == "x ` &lt;!-- y");
 }
 
+TEST_CASE("escape_line: outside a table a code span keeps its '|'") {
+  CHECK(doc::escape_line("- `a|b<c>` | <x>\ny") == "- `a|b<c>` \\| &lt;x&gt; y");
+  CHECK(doc::escape_line("a|b\\c<d>&e") == doc::escape_cell("a|b\\c<d>&e"));
+}
+
 TEST_CASE("three or more revisions get a step-by-step table: each against the one before it") {
   auto plan_with = [](const std::string& revisions) {
     return plan::parse_plan("experiment: path\ndoc: AB.md\nrevisions: {" + revisions +

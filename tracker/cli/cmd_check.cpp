@@ -264,11 +264,11 @@ int cmd_check(const Args& args) {
   if (!a.history && plan.revisions.empty())
     for (auto& w : doc::code_warnings(comps)) warnings.push_back(std::move(w));
   if (a.format == Format::md) {
-    fmt::print("### {}\n\n", doc::escape_cell(title));
+    fmt::print("### {}\n\n", doc::escape_line(title));
     fmt::print("{}", rows);
     if (!warnings.empty()) fmt::print("\n");
-    for (const auto& w : warnings) fmt::print("- ⚠ {}\n", doc::escape_cell(w));
-    fmt::print("\n**{}**{}. {}.\n", summary, doc::escape_cell(more), doc::escape_cell(end));
+    for (const auto& w : warnings) fmt::print("- ⚠ {}\n", doc::escape_line(w));
+    fmt::print("\n**{}**{}. {}.\n", summary, doc::escape_line(more), doc::escape_line(end));
   } else {
     fmt::print("{}\n\n", title);
     fmt::print("{}", rows);

@@ -481,7 +481,7 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
       continue;
     }
     lines.push_back(
-        escape_cell(fmt::format("- **{}** vs {}: {}", label, variant_label(plan, *base_cell), fmt::join(parts, "; "))));
+        escape_line(fmt::format("- **{}** vs {}: {}", label, variant_label(plan, *base_cell), fmt::join(parts, "; "))));
   }
   if (lines.empty()) return {};
   std::string out = fmt::format(

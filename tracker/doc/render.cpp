@@ -310,9 +310,8 @@ std::size_t code_span_end(std::string_view text, std::size_t from, std::size_t n
   return std::string_view::npos;
 }
 
-}  // namespace
-
-std::string escape_cell(std::string_view raw) {
+// escape_cell and escape_line: `table` escapes '|' inside code spans too.
+std::string escape_markdown(std::string_view raw, bool table) {
   const std::string text = util::utf8_tail(raw, raw.size());  // never invalid UTF-8 in the document
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -325,7 +324,7 @@ std::string escape_cell(std::string_view raw) {
         out.append(n, '`');
       } else {
         for (std::size_t j = i; j < end + n; ++j) {
-          if (text[j] == '|') out += "\\|";
+          if (text[j] == '|' && table) out += "\\|";
           else if (text[j] == '\n') out += ' ';
           else if (text[j] != '\r') out += text[j];
         }
@@ -346,6 +345,11 @@ std::string escape_cell(std::string_view raw) {
   }
   return out;
 }
+}  // namespace
+
+std::string escape_cell(std::string_view text) { return escape_markdown(text, true); }
+
+std::string escape_line(std::string_view text) { return escape_markdown(text, false); }
 
 std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::HeaderView>& headers) {
   std::vector<bool> full(headers.size(), false);

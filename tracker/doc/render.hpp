@@ -65,6 +65,8 @@ std::size_t adjust_across_cells(std::vector<CellComparison>& comps);
 // backticks as opened it) keeps its text, which markdown shows as it is, but for '|' and line
 // breaks; an unclosed backtick is a literal one.
 std::string escape_cell(std::string_view text);
+// The same for a line outside a table (a bullet, a sentence): a code span keeps its '|' too.
+std::string escape_line(std::string_view text);
 
 // How many of the newest runs the runs region lists.
 inline constexpr std::size_t kRunsListed = 50;

@@ -76,7 +76,7 @@ std::string model_table(const plan::Plan& plan, const std::vector<CellRuns>& cel
 // The first ten of the warning `lines`, each a line, then "- ⚠ ... and N more `what`" for the rest.
 std::string first_ten(const std::vector<std::string>& lines, const std::string& what) {
   std::string out;
-  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_cell(lines[i]) + "\n";
+  for (std::size_t i = 0; i < lines.size() && i < 10; ++i) out += escape_line(lines[i]) + "\n";
   if (lines.size() > 10) out += fmt::format("- ⚠ ... and {} more {}\n", lines.size() - 10, what);
   return out;
 }
@@ -125,7 +125,7 @@ std::string artifact_warnings(const plan::Plan& plan, const std::vector<CellRuns
       if (v.size() > 4) s += fmt::format(" and {} more", v.size() - 4);
       return s;
     };
-    out += escape_cell(fmt::format("- ⚠ identical artifacts: variants {} produced byte-identical {} (sha256 {}): the "
+    out += escape_line(fmt::format("- ⚠ identical artifacts: variants {} produced byte-identical {} (sha256 {}): the "
                                    "variants may not differ (a no-op A/B?)",
                                    list(g.variants), list(g.paths), sha.substr(0, 12))) +
            "\n";
@@ -236,11 +236,11 @@ std::string cells_line(const plan::Plan& plan, const std::vector<Record>& record
                                       : fmt::format("{:.2f} h", command_s / 3600));
   // Where the numbers were measured: a card's speed is part of them (pools are per kind of GPU).
   if (kinds.size() == 1 && !kinds.contains("no GPU"))
-    s += fmt::format(" Measured on {}.", escape_cell(kinds.begin()->first));
+    s += fmt::format(" Measured on {}.", escape_line(kinds.begin()->first));
   if (kinds.size() > 1) {
     std::vector<std::string> parts;
     for (const auto& [k, n] : kinds)
-      parts.push_back(fmt::format("{} ({} cell{})", escape_cell(k), n, n == 1 ? "" : "s"));
+      parts.push_back(fmt::format("{} ({} cell{})", escape_line(k), n, n == 1 ? "" : "s"));
     s += fmt::format(" Measured on {}.", fmt::join(parts, ", "));
   }
   return s + "\n";
