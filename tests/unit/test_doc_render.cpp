@@ -235,6 +235,60 @@ TEST_CASE("three or more revisions get a step-by-step table: each against the on
   CHECK(doc::render_regions(two, recs2)["summary"].find("Step by step") == std::string::npos);
 }
 
+TEST_CASE("a step reads in full the previous revision's runs a step-by-step row compares on its card") {
+  auto p = plan::parse_plan(
+      "experiment: path\ndoc: AB.md\nrevisions: {a: HEAD~2, b: HEAD~1, c: HEAD}\n"
+      "axes: {batch: [1]}\ncommand: bench\nmetrics:\n  t: {json: t, better: lower}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto cells = p.cells();
+  // 120 runs over a, b, c: the first 9 on Card A (code x), the rest on Card B (code y), but for
+  // run 119 (c) on Card A again: its step compares it with b's runs 1, 4 and 7 on Card A.
+  std::vector<record::Record> recs;
+  for (int run = 1; run <= 120; ++run) {
+    const auto i = static_cast<std::size_t>(run % 3);
+    recs.push_back(make_record(p, run, cells[i], series(i == 0 ? 100 : i == 1 ? 90 : 81, 6), 0.001));
+    const bool a = run <= 9 || run == 119;
+    recs.back().code.commit = std::string(40, a ? 'x' : 'y');
+    recs.back().env.gpus.push_back(runner::Gpu{a ? "Card A" : "Card B"});
+  }
+  std::vector<std::string> frames;
+  const auto headers = headers_of(recs, frames);
+  auto full = doc::records_read_in_full(p, headers);
+  CHECK(full[0]);        // run 1: b on Card A
+  CHECK(full[6]);        // run 7
+  CHECK_FALSE(full[2]);  // run 3: a on Card A, which no row compares
+  std::vector<record::Record> read;
+  std::size_t left_out = 0;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    if (full[i]) read.push_back(recs[i]);
+    else ++left_out;
+  }
+  auto all = doc::render_regions(p, recs, doc::RenderOptions{false});
+  CHECK(all["summary"].find("Step by step") != std::string::npos);
+  CHECK(doc::render_regions(p, read, doc::RenderOptions{false, left_out, 0}) == all);
+}
+
+TEST_CASE("step by step: each revision against the one before it on its own kind of GPU") {
+  auto p = plan::parse_plan(
+      "experiment: path\ndoc: AB.md\nrevisions: {a: HEAD~2, b: HEAD~1, c: HEAD}\n"
+      "axes: {batch: [1]}\ncommand: bench\nmetrics:\n  t: {json: t, better: lower}\n",
+      "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto cells = p.cells();
+  auto on = [&](int run, const plan::Cell& c, double t, const char* gpu) {
+    auto r = make_record(p, run, c, series(t, 20), 0.001);
+    r.env.gpus.push_back(runner::Gpu{gpu});
+    return r;
+  };
+  // b was measured on both cards, latest on the H200 (twice as fast there); c only on the H100.
+  std::vector<record::Record> recs{on(1, cells[0], 100, "H100"), on(2, cells[1], 90, "H100"),
+                                   on(3, cells[1], 45, "H200"), on(4, cells[2], 81, "H100")};
+  auto s = doc::render_regions(p, recs)["summary"];
+  auto c_row = s.substr(s.find("| c | 1 |"));
+  c_row = c_row.substr(0, c_row.find('\n'));
+  CHECK(c_row.find("-10.0%") != std::string::npos);  // against b's H100 runs (+80% against its H200 ones)
+  CHECK(c_row.find("better") != std::string::npos);
+}
+
 TEST_CASE("compare_cells: a cell is compared with the baseline's runs on its own kind of GPU") {
   auto p = demo_plan();
   auto cells = p.cells();  // warps=4 batch=a|b first: the baseline of warps=8 batch=a|b (cells[2])

@@ -361,24 +361,33 @@ std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector
     if ((cell[i] = locator.find(headers[i]))) latest[*cell[i]] = i;
   for (std::size_t i = 0; i < headers.size(); ++i)
     if (cell[i]) full[i] = i == *latest[*cell[i]] || headers[i].same_identity(headers[*latest[*cell[i]]]);
-  // A cell is compared with its baseline's runs on its own kinds of GPU (record::baseline_runs):
-  // of its baseline cell, the latest run on those kinds and the runs on that run's code there.
-  // (Nothing more when the baseline's latest run is on those kinds: its pool is read already.)
+  // A cell is compared with its baseline's runs on its own kinds of GPU (record::baseline_runs),
+  // and with three or more revisions also with the previous revision's (the step-by-step table):
+  // of that cell, the latest run on those kinds and the runs on that run's code there. (Nothing
+  // more when that cell's latest run is on those kinds: its pool is read already.)
   const auto& all = locator.cells();
   std::vector<std::vector<std::size_t>> runs_of(all.size());
   for (std::size_t i = 0; i < headers.size(); ++i)
     if (cell[i]) runs_of[*cell[i]].push_back(i);
-  for (std::size_t c = 0; c < all.size(); ++c) {
-    auto base = latest[c] ? plan.baseline_for(all[c]) : std::nullopt;
-    if (!base || *base == all[c]) continue;
-    const auto b = static_cast<std::size_t>(std::find(all.begin(), all.end(), *base) - all.begin());
+  auto read_against = [&](std::size_t c, std::size_t b) {
     const std::string_view kinds = headers[*latest[c]].gpus;
-    if (b == all.size() || !latest[b] || headers[*latest[b]].gpus == kinds) continue;
+    if (b == all.size() || !latest[b] || headers[*latest[b]].gpus == kinds) return;
     std::optional<std::size_t> on;
     for (auto i : runs_of[b])
       if (headers[i].gpus == kinds) on = i;
     for (auto i : runs_of[b])
       if (on && headers[i].gpus == kinds && (i == *on || headers[i].same_identity(headers[*on]))) full[i] = true;
+  };
+  for (std::size_t c = 0; c < all.size(); ++c) {
+    if (!latest[c]) continue;
+    if (auto base = plan.baseline_for(all[c]); base && *base != all[c])
+      read_against(c, static_cast<std::size_t>(std::find(all.begin(), all.end(), *base) - all.begin()));
+    if (plan.revisions.size() >= 3)  // the cell of the revision before, the other axes alike
+      for (std::size_t b = c; b-- > 0;)
+        if (std::equal(all[b].values.begin() + 1, all[b].values.end(), all[c].values.begin() + 1)) {
+          read_against(c, b);
+          break;
+        }
   }
   std::size_t listed = 0;
   for (std::size_t i = headers.size(); i-- > 0 && listed < kRunsListed;)

@@ -168,7 +168,8 @@ std::string step_table(const plan::Plan& plan, const std::vector<CellRuns>& cell
         if (!g[i]->latest() || !g[i - 1]->latest()) st.note = "pending";
         else if (g[i]->outcome() != Outcome::pass || g[i - 1]->outcome() != Outcome::pass) st.note = "no verdict";
         else {
-          auto cmp = record::compare_pools(plan, *g[i - 1], *g[i]);
+          // (the earlier revision's runs on this one's kind of GPU, as against a baseline)
+          auto cmp = record::compare_pools(plan, record::baseline_runs(*g[i - 1], *g[i]), *g[i]);
           auto mc = std::find_if(cmp.metrics.begin(), cmp.metrics.end(),
                                  [&](const record::MetricComparison& x) { return x.metric == m.name; });
           if (mc == cmp.metrics.end()) st.note = "—";
