@@ -29,12 +29,6 @@ double mean_log(const std::vector<double>& x) {
   return s / static_cast<double>(x.size());
 }
 
-double median_of(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  const std::size_t h = x.size() / 2;
-  return x.size() % 2 ? x[h] : (x[h - 1] + x[h]) / 2;
-}
-
 // Runs batches through `measure` until `decided` says so: the loop both steps share.
 template <class Round, class Estimate, class Judge, class Decided>
 Sequential<Estimate> until_decided(const std::function<bool(std::size_t, std::size_t, std::vector<Round>&)>& measure,
@@ -97,13 +91,13 @@ std::vector<bool> outlier_rounds(const std::vector<std::vector<double>>& means) 
   for (std::size_t k = 0; k < arms; ++k) {
     std::vector<double> col(n);
     for (std::size_t i = 0; i < n; ++i) col[i] = means[i][k];
-    const double med = median_of(col);
+    const double med = median(col);
     for (std::size_t i = 0; i < n; ++i) {
       resid[k][i] = means[i][k] - med;
       all.push_back(std::fabs(resid[k][i]));
     }
   }
-  const double scale = 1.4826 * median_of(all);
+  const double scale = 1.4826 * median(all);
   if (!(scale > 0)) return out;
   const std::size_t allowed = std::max<std::size_t>(1, n / 10);
   for (std::size_t k = 0; k < arms; ++k) {
