@@ -235,11 +235,18 @@ TEST_CASE("three or more revisions get a step-by-step table: each against the on
   CHECK(doc::render_regions(two, recs2)["summary"].find("Step by step") == std::string::npos);
 }
 
-TEST_CASE("a step reads in full the previous revision's runs a step-by-step row compares on its card") {
-  auto p = plan::parse_plan(
+namespace {
+// Revisions a, b, c of one cell each, no baseline: the step-by-step table alone compares them.
+plan::Plan three_revisions() {
+  return plan::parse_plan(
       "experiment: path\ndoc: AB.md\nrevisions: {a: HEAD~2, b: HEAD~1, c: HEAD}\n"
       "axes: {batch: [1]}\ncommand: bench\nmetrics:\n  t: {json: t, better: lower}\n",
       "abtrack.yaml", std::filesystem::temp_directory_path());
+}
+}  // namespace
+
+TEST_CASE("a step reads in full the previous revision's runs a step-by-step row compares on its card") {
+  auto p = three_revisions();
   auto cells = p.cells();
   // 120 runs over a, b, c: the first 9 on Card A (code x), the rest on Card B (code y), but for
   // run 119 (c) on Card A again: its step compares it with b's runs 1, 4 and 7 on Card A.
@@ -269,10 +276,7 @@ TEST_CASE("a step reads in full the previous revision's runs a step-by-step row 
 }
 
 TEST_CASE("step by step: each revision against the one before it on its own kind of GPU") {
-  auto p = plan::parse_plan(
-      "experiment: path\ndoc: AB.md\nrevisions: {a: HEAD~2, b: HEAD~1, c: HEAD}\n"
-      "axes: {batch: [1]}\ncommand: bench\nmetrics:\n  t: {json: t, better: lower}\n",
-      "abtrack.yaml", std::filesystem::temp_directory_path());
+  auto p = three_revisions();
   auto cells = p.cells();
   auto on = [&](int run, const plan::Cell& c, double t, const char* gpu) {
     auto r = make_record(p, run, c, series(t, 20), 0.001);
