@@ -74,10 +74,9 @@ inline constexpr std::size_t kRunsListed = 50;
 // Which records of a history (`headers`, sorted by run number) render_regions and plot_svg
 // read: the runs each cell pools, the runs of its baseline cell it is compared with (on its kinds
 // of GPU, record::baseline_runs), likewise of the previous revision's cell in a step-by-step
-// table, and the newest kRunsListed of the experiment. Rendered from
-// only those, with RenderOptions::runs_left_out counting the experiment's other runs, the
-// output is the same as from every record: a step reads a thousand headers and a few dozen
-// records in full.
+// table, and the newest kRunsListed of the experiment. Rendered from only those, with
+// RenderOptions::runs_left_out counting the experiment's other runs, the output is the same as
+// from every record: a step reads a thousand headers and a few dozen records in full.
 std::vector<bool> records_read_in_full(const plan::Plan& plan, const std::vector<record::HeaderView>& headers);
 
 }  // namespace abtrack::doc

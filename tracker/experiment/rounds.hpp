@@ -52,8 +52,8 @@ struct AutoRounds {
 // is watched, so the rounds of both invocations judge together). Otherwise nullopt, also when
 // the code changed since the batch's latest run (a plan without revisions: its new rounds would
 // pool apart, with only the rounds the batch has left; `progress` says so and that `run --all`
-// starts a batch on this code; not checked in a dry run). Throws Error(environment) when that batch ran on other kinds
-// of GPU than this machine's (its rounds would not pair with this card's).
+// starts a batch on this code; not checked in a dry run). Throws Error(environment) when that
+// batch ran on other kinds of GPU than this machine's (its rounds would not pair with this card's).
 std::optional<std::vector<plan::Cell>> continue_unfinished_batch(const Context& ctx, Progress& progress,
                                                                  AutoRounds& opts);
 
