@@ -35,13 +35,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_
 cmake --build build-asan -j "$(nproc)" --target "${targets[@]}" || exit 3
 part "build-asan/"
 # 1. The unit and e2e tests again, under the sanitizers, but for the statistics' Monte-Carlo
-#    simulations (pure arithmetic, run by the suite above; 4 minutes under the sanitizers), and
-#    with 12 of the crash test's 40 kill points.
+#    simulations (pure arithmetic, run by the suite above; 4 minutes under the sanitizers) and the
+#    format check (no abtrack code runs), and with 12 of the crash test's 40 kill points.
 if [ "${ABTRACK_CI_SANITIZE:-1}" != 0 ]; then
   (cd build-asan &&
     ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ABTRACK_E2E_RSS_LIMIT_MB=600 ABTRACK_E2E_KILLS=12 CI=${CI:-true} \
-    ctest --output-on-failure -j "$(nproc)" -E '^kernels\.|simulated|A/A|reaches the fixed design' "$@")
+    ctest --output-on-failure -j "$(nproc)" -E '^kernels\.|^format$|simulated|A/A|reaches the fixed design' "$@")
   part "the suite under the sanitizers"
 fi
 # 2. The libFuzzer targets, each for ABTRACK_FUZZ_SECONDS (default 20) on a scratch copy of its
