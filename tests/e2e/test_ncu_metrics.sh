@@ -117,6 +117,52 @@ expect_contains "$ERR" "ncu timed-out: ncu timed out after 1 s (the plan's timeo
 expect_eq "$(val 8 '[d["outcome"], d["profiles"][0]["status"], d["profiles"][0]["kernel"]]')" '["pass", "timed-out", null]'
 unset FAKE_NCU_MODE
 
+step "a batch of rounds profiles in the first round each run measures, unless a gate needs every run"
+# The counters describe the code on the card, not the round: profiling every round would double
+# each round's cost. rounds: the records of later rounds have no profile, and the document still
+# shows the first round's values.
+new_repo rounds-prof
+export ABTRACK_NCU=$FAKE FAKE_NCU_LOG=$WORK/ncu-rounds.log
+: >"$FAKE_NCU_LOG"
+# profiled N: "ROUND:PROFILED" of the newest N records, one line each in round order, counted.
+profiled() {
+  for f in $(ls runs/prof/*.json | tail -n "$1"); do
+    json "$f" '"%d:%s" % (d["schedule"]["round"], "yes" if d.get("profiles") else "no")'
+  done | sort | uniq -c | tr -s ' ' | tr '\n' ',' | sed 's/^ //'
+}
+write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" ""
+git_commit_all "plan"
+expect_rc 0 ab init
+expect_rc 0 ab run --rounds 3
+expect_eq "$(grep -c -- --clock-control "$FAKE_NCU_LOG")" 2 "one profile per cell in 3 rounds"
+expect_eq "$(profiled 6)" "2 1:yes, 2 2:no, 2 3:no," "round 1 profiled, rounds 2 and 3 not"
+expect_match "$(region AB.md results)" '\| 50 \|' "the document shows round 1's value"
+expect_rc 0 ab verify
+# rounds: auto cut short (--max-rounds 2 under the plan's 4): the run that continues the batch
+# profiles its own first round, round 3, once more.
+write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" \
+  "rounds: auto
+max_rounds: 4"
+git_commit_all "rounds: auto"
+: >"$FAKE_NCU_LOG"
+expect_rc 0 ab run --all --max-rounds 2 --seed 3
+expect_contains "$ERR" "undecided after 2 rounds"
+expect_rc 0 ab run --seed 4
+expect_contains "$ERR" "after its round 2"
+expect_eq "$(grep -c -- --clock-control "$FAKE_NCU_LOG")" 4 "rounds 1 and 3, each the first its run measured"
+expect_eq "$(profiled 8)" "2 1:yes, 2 2:no, 2 3:yes, 2 4:no,"
+# A gate on an ncu metric judges every run: every round is profiled.
+write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" \
+  "gates:
+  - dram_pct < 60"
+git_commit_all "a gate on the counter"
+: >"$FAKE_NCU_LOG"
+expect_rc 0 ab run --all --rounds 2
+expect_eq "$(grep -c -- --clock-control "$FAKE_NCU_LOG")" 4 "every run profiled"
+expect_eq "$(profiled 4)" "2 1:yes, 2 2:yes,"
+expect_records_valid runs/prof/*.json
+expect_clean
+
 step "bad ncu config: a plan error at its place, nothing written"
 before=$(commit_count)
 for metric in "dram_pct: {ncu: ''}" "dram_pct: {ncu: dram__throughput.avg, kernel: 'dec(ode'}" \

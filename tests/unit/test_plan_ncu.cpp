@@ -57,6 +57,19 @@ TEST_CASE("ncu: a metric with kernel and launch loads; the default launch is the
   CHECK(cell_metrics[0].kernel == "decode_8");
 }
 
+TEST_CASE("ncu: every run is profiled only when a counter is compared, gated or predicted") {
+  const std::string time = "  t: {json: t, better: lower}\n";
+  const std::string regs = "  regs: {ncu: launch__registers_per_thread}\n";
+  CHECK_FALSE(plan::ncu_every_run(parse_ncu(time + regs)));
+  CHECK_FALSE(plan::ncu_every_run(parse_ncu(time + regs + "gates: ['t < 5']\n")));
+  CHECK_FALSE(plan::ncu_every_run(parse_ncu(time + "prediction: {metric: t, change: -10%}\n")));
+  CHECK(plan::ncu_every_run(parse_ncu(time + regs + "gates: ['regs <= 128']\n")));
+  CHECK(plan::ncu_every_run(parse_ncu(time + "  regs: {ncu: launch__registers_per_thread, better: lower}\n")));
+  CHECK(plan::ncu_every_run(parse_ncu(time + regs + "prediction: {metric: regs, change: -10%}\n")));
+  // A set's metrics count by the names it makes.
+  CHECK(plan::ncu_every_run(parse_ncu(time + "  occ: {ncu: occupancy}\ngates: ['occ_regs <= 168']\n")));
+}
+
 TEST_CASE("ncu: the occupancy set becomes one metric per entry, with units") {
   auto p = parse_ncu("  t: {json: t}\n  occ: {ncu: occupancy, kernel: decode, launch: 1}\ngates: [occ_dram < 90]\n");
   REQUIRE(p.metrics.size() == 1 + plan::ncu_set("occupancy")->size());

@@ -344,6 +344,7 @@ int cmd_run(const Args& args) {
                                   experiment::RunOptions o = a.opts;
                                   o.records = &records;
                                   o.setup_done = ++round > 1;
+                                  o.first_round = automatic->after_round + 1;
                                   run_schedule(s, o);
                                 });
     return exit_code;

@@ -133,6 +133,7 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
       RunOptions o = run;
       o.records = &records;
       o.setup_done = ++round > 1;
+      o.first_round = automatic->after_round + 1;
       measure(s, o);
     });
     return exit_code;

@@ -181,6 +181,12 @@ record::Code code_at_start(const Context& ctx, Progress& progress, const RunOpti
   return code_identity(ctx, progress, dirty);
 }
 
+// Whether the run at `sched` profiles its `ncu:` metrics: not in a batch's later rounds, whose
+// counters would only repeat the first round's at the cost of one more invocation each.
+bool profiles(const plan::Plan& plan, const runner::Schedule& sched, const RunOptions& opts) {
+  return sched.rounds <= 1 || sched.round <= opts.first_round || plan::ncu_every_run(plan);
+}
+
 // "round 2/6 rev=mine x=1" for a cell of several rounds, else its label.
 std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const runner::Schedule& sched) {
   return sched.rounds > 1 ? fmt::format("round {}/{} {}", sched.round, sched.rounds, plan.label(cell))
@@ -241,7 +247,7 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
     auto invocation = [&](int r, int n) { progress.invocation_started(r, n); };
     runner::Run run;
     try {
-      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation);
+      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation, profiles(site.plan, sched, opts));
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
@@ -281,12 +287,12 @@ struct Slot {
 
 // Measures cell `index` of `cells` at `site` on a measuring thread, `gpu` its GPU ("" for none).
 Finished measure_cell(const std::vector<std::pair<plan::Cell, runner::Schedule>>& cells, std::size_t index,
-                      const std::string& gpu, const Site& site, runner::Executor& executor) {
+                      const std::string& gpu, const Site& site, runner::Executor& executor, bool profile) {
   Finished f;
   f.index = index;
   f.gpu = gpu;
   try {
-    auto run = runner::run_cell(site.plan, cells[index].first, executor, site.before);
+    auto run = runner::run_cell(site.plan, cells[index].first, executor, site.before, {}, profile);
     if (cells[index].second.rounds > 1) run.schedule = cells[index].second;
     if (!gpu.empty()) run.placement = runner::Placement{"local", gpu, "", std::nullopt, ""};
     f.run = std::move(run);
@@ -373,8 +379,9 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
       ++running;
       // Made on this thread, as the Progress and the factory expect; used on the cell's own.
       auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
-      threads.emplace_back([&, i, gpu, executor = std::move(executor)] {
-        Finished f = measure_cell(cells, i, gpu, *slots[i].site, *executor);
+      const bool profile = profiles(slots[i].site->plan, sched, opts);
+      threads.emplace_back([&, i, gpu, profile, executor = std::move(executor)] {
+        Finished f = measure_cell(cells, i, gpu, *slots[i].site, *executor, profile);
         std::lock_guard lock(mutex);
         inbox.push_back(std::move(f));
         cv.notify_one();

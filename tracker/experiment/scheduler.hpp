@@ -36,6 +36,9 @@ struct RunOptions {
   std::vector<record::Record>* records = nullptr;
   // A later round of `rounds: auto`: the plan's setup already ran for this invocation.
   bool setup_done = false;
+  // In a batch of rounds, the first round this invocation measures: only its runs profile the
+  // `ncu:` metrics, unless every run needs them (plan::ncu_every_run).
+  int first_round = 1;
   // Where the setup and the cells' commands run. Empty: CommandExecutor (local processes).
   ExecutorFactory executors;
 };

@@ -223,6 +223,16 @@ std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell) {
   return out;
 }
 
+bool ncu_every_run(const Plan& plan) {
+  auto used = [&](const std::string& name) {
+    return std::any_of(plan.gates.begin(), plan.gates.end(), [&](const Gate& g) { return g.metric == name; }) ||
+           (plan.prediction && plan.prediction->metric == name);
+  };
+  return std::any_of(plan.metrics.begin(), plan.metrics.end(), [&](const Metric& m) {
+    return m.source == Source::ncu && (m.better != Better::none || used(m.name));
+  });
+}
+
 const std::vector<NcuSetEntry>* ncu_set(std::string_view name) {
   // What an occupancy question asks (docs/plan.md, "ncu:"): what limits the CTAs per SM, how
   // many warps were active, how busy the memory and the tensor pipes were, and why warps stalled

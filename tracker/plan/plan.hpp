@@ -200,6 +200,10 @@ std::string recipe(const Plan& plan, const Cell& cell);
 // The plan's metrics as they apply to `cell`: the {axis} of each `name:`/`state:`/`kernel:` regex
 // replaced (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
 std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell);
+// Whether every run needs its `ncu:` metrics' values: one of them is compared (`better:`), gated
+// or predicted. Otherwise a batch of rounds profiles only in the first round that each `run`
+// measures (docs/plan.md, "ncu:"): the counters describe the code on the card, not the round.
+bool ncu_every_run(const Plan& plan);
 
 std::string_view to_string(Op op);
 // The plan key of a metric format: "json", "regex", "hyperfine", "gbench", "nvbench".

@@ -213,7 +213,7 @@ SetupResult run_setup(const plan::Plan& plan, Executor& executor, std::string_vi
 }
 
 Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor, const SetupResult* setup,
-             const ProgressFn& progress) {
+             const ProgressFn& progress, bool profile) {
   Run run;
   run.id = new_measurement_id();
   run.cell = cell;
@@ -270,7 +270,7 @@ Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor,
     if (!missing.empty()) break;
   }
   // The ncu metrics: one more invocation under the profiler, only when the timed ones counted.
-  if (run.reason.empty() && missing.empty()) {
+  if (profile && run.reason.empty() && missing.empty()) {
     if (auto p = profile_cell(cell_metrics, run.command, spec_for(plan, &cell, run.command), executor, run.samples);
         !p.empty())
       run.profiles = std::move(p);

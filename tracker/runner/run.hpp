@@ -156,8 +156,10 @@ using ProgressFn = std::function<void(int, int)>;
 // A failing setup makes the run invalid without running the command. Throws Interrupted
 // when SIGINT/SIGTERM arrives (nothing is measured completely then), and Error(usage) naming
 // the plan's `warmup:` when an invocation gives no more samples of a metric than it drops.
+// `profile`: run the `ncu:` metrics' profiled invocation (a later round of a batch skips it:
+// plan::ncu_every_run).
 Run run_cell(const plan::Plan& plan, const plan::Cell& cell, Executor& executor, const SetupResult* setup,
-             const ProgressFn& progress = {});
+             const ProgressFn& progress = {}, bool profile = true);
 
 // A run from values measured elsewhere: `output` (a file's text, read like stdout, one
 // invocation: `warmup:` applies, as in run_cell) and/or explicit samples per metric (which take
