@@ -91,6 +91,9 @@ expect_rc 0 ab run --dry-run
 expect_match "$ERR" '^abtrack: expected: v=slow: t \+[0-9.]+%, per-round noise [0-9.]+% \(from 3 paired rounds\): fixed rounds ~[0-9]+, rounds: auto ~[0-9]+ \(max_rounds 20\)$' \
   "the expected rounds for slow, from its 3 paired rounds (max_rounds' default 20)"
 expect_match "$ERR" '^abtrack: expected: v=fast: t -[0-9.]+%, per-round noise' "and for fast"
+# Two comparisons: Holm's first step asks alpha/2 = 0.025, which no anytime-valid interval
+# reaches before round 4 (its boundary is infinite at 3 rounds), however large the change.
+expect_match "$ERR" 'expected: v=slow: .*rounds: auto ~([4-9]|[1-9][0-9]) ' "rounds: auto needs 4 rounds or more"
 expect_not_contains "$ERR" "expected: v=base" "the baseline is not judged"
 expect_rc 0 ab run --dry-run --rounds auto --max-rounds 6
 expect_contains "$ERR" "(max_rounds 6)" "--max-rounds is the one shown"

@@ -331,6 +331,17 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
   const auto records = head_records(ctx);
   const auto cells = record::cells_with_runs(plan, records);
   const double delta = std::log1p(plan.min_effect_pct / 100);
+  // A verdict needs its Holm-adjusted p-value below alpha: the family's first step asks for
+  // alpha / m, m its comparisons (each compared cell by each metric with better:), so the
+  // estimate is made at that level (a later step asks less, so it may come a round sooner).
+  std::size_t family = 0;
+  for (const auto& c : cells)
+    if (const auto* base = is_variant(plan, c.cell) ? find_cell(cells, *plan.baseline_for(c.cell)) : nullptr;
+        base && c.latest() && base->latest())
+      family +=
+          static_cast<std::size_t>(std::count_if(plan.metrics.begin(), plan.metrics.end(),
+                                                 [](const plan::Metric& m) { return m.better != plan::Better::none; }));
+  const double alpha = plan.alpha / static_cast<double>(std::max<std::size_t>(family, 1));
   for (const auto& c : cells) {
     if (!is_variant(plan, c.cell)) continue;
     const auto* base = find_cell(cells, *plan.baseline_for(c.cell));
@@ -348,10 +359,8 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
     lines.push_back(fmt::format(
         "{}: {} {:+.1f}%, per-round noise {:.2f}% (from {}): fixed rounds {}, rounds: auto {} (max_rounds {})",
         plan.label(c.cell), primary->name, stats::pct_of_log_ratio(noise->mean), noise->sd * 100, noise->from,
-        show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, false,
-                                    static_cast<std::size_t>(max_rounds))),
-        show(stats::expected_rounds(noise->mean, noise->sd, delta, plan.alpha, true,
-                                    static_cast<std::size_t>(max_rounds))),
+        show(stats::expected_rounds(noise->mean, noise->sd, delta, alpha, false, static_cast<std::size_t>(max_rounds))),
+        show(stats::expected_rounds(noise->mean, noise->sd, delta, alpha, true, static_cast<std::size_t>(max_rounds))),
         max_rounds));
   }
   return lines;
