@@ -292,3 +292,47 @@ TEST_CASE("code_changes: two implementations are compared through the kernels nc
   CHECK(doc::code_changes(theirs, ours, ncu_theirs, ncu_ours)
             .starts_with("profiled `kernel<KernelTemplate<(ModelType)0, 64>…` → `decode<0, 8>`: regs 160 → 168, "));
 }
+
+TEST_CASE("evidence: the kernels ncu profiled come from the pool's latest profiled run") {
+  // A batch's later rounds are not profiled (plan::ncu_every_run): the latest run has no profile,
+  // and the bullet still pairs the kernels that the first round's profiles named.
+  auto p = evidence_plan(kOccupancy, "artifacts: ['k-{warps}.cubin']\n");
+  auto kernel = [](std::string name, std::int64_t regs) {
+    metrics::KernelFacts k;
+    k.name = std::move(name);
+    k.arch = "sm_90a";
+    k.registers = regs;
+    k.sass = {{"total", 1000}};
+    return k;
+  };
+  std::vector<record::Record> recs;
+  int run = 0;
+  for (int round = 1; round <= 2; ++round)
+    for (const auto& c : p.cells()) {
+      const bool variant = c.values[0] == "8";
+      auto r = make_record(p, ++run, c,
+                           round > 1 ? std::map<std::string, std::vector<double>>{}
+                           : variant ? occupancy(168, {1, 1, 8, 32}, 18.5, 22.0, 1.10)
+                                     : occupancy(160, {1, 1, 8, 32}, 18.7, 35.0, 0.44));
+      record::Artifact art;
+      art.path = "k-" + c.values[0] + ".cubin";
+      art.sha256 = std::string(64, variant ? 'b' : 'a');
+      runner::CudaFacts f;
+      f.kind = "cubin";
+      f.kernels = {
+          variant ? kernel("_ZN7abtrack12_GLOBAL__N_16decodeILi0ELi8EEEvNS_6ParamsE", 168)
+                  : kernel("_ZN4sm906decode6kernelINS0_14KernelTemplateILNS_9ModelTypeE0ELi64EEEEEvNS0_6ParamsE", 160),
+          kernel("_ZN4sm906decode7combineILi512EEEvNS0_6ParamsE", 48)};
+      art.cuda = f;
+      r.artifacts.push_back(art);
+      if (round == 1) {
+        runner::Profile prof;
+        prof.kernels = {variant ? "void unnamed>::decode<0, 8>(Params)" : "void kernel<KernelTemplate<0, 64>>(Params)"};
+        r.data.profiles = std::vector<runner::Profile>{prof};
+      }
+      recs.push_back(std::move(r));
+    }
+  const auto text = doc::evidence(p, record::cells_with_runs(p, recs));
+  CHECK(text.find("- **warps=8 batch=16** vs warps=4: k-8.cubin: profiled `kernel<KernelTemplate<(ModelType)0, 64>…` → "
+                  "`decode<0, 8>`: regs 160 → 168; ncu: regs 160 → 168") != std::string::npos);
+}

@@ -141,11 +141,16 @@ const metrics::KernelFacts* profiled_kernel(const runner::CudaFacts& facts, cons
   return nullptr;
 }
 
-// The kernels a run's ncu profiles measured, as ncu names them.
-std::vector<std::string> profiled_names(const record::Record& r) {
-  std::vector<std::string> out;
-  for (const auto& p : r.data.profiles.or_empty()) out.insert(out.end(), p.kernels.begin(), p.kernels.end());
-  return out;
+// The kernels ncu profiled for cell `c`, as ncu names them: in the latest run of its pool that
+// was profiled (a batch's later rounds are not: plan::ncu_every_run).
+std::vector<std::string> profiled_names(const record::CellRuns& c) {
+  const auto pool = c.pool();
+  for (auto r = pool.rbegin(); r != pool.rend(); ++r) {
+    std::vector<std::string> out;
+    for (const auto& p : (*r)->data.profiles.or_empty()) out.insert(out.end(), p.kernels.begin(), p.kernels.end());
+    if (!out.empty()) return out;
+  }
+  return {};
 }
 
 // The short names of the SASS classes, as the document shows them.
@@ -453,7 +458,7 @@ std::string evidence(const plan::Plan& plan, const std::vector<record::CellRuns>
     if (!b->latest()) continue;
     const record::Record* base = b->latest();
     const std::string label = plan.label(c.cell);
-    const auto profiled = profiled_names(*r), profiled_base = profiled_names(*base);
+    const auto profiled = profiled_names(c), profiled_base = profiled_names(*b);
     std::vector<std::string> parts;
     // The compiled code: the same entry of `artifacts:` in both (its {axis} replaced by each
     // cell's values), in the latest runs.
