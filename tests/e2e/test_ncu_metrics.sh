@@ -117,7 +117,7 @@ expect_contains "$ERR" "ncu timed-out: ncu timed out after 1 s (the plan's timeo
 expect_eq "$(val 8 '[d["outcome"], d["profiles"][0]["status"], d["profiles"][0]["kernel"]]')" '["pass", "timed-out", null]'
 unset FAKE_NCU_MODE
 
-step "a batch of rounds profiles in the first round each run measures, unless a gate needs every run"
+step "a batch of rounds profiles each cell once per run, unless a gate needs every run"
 # The counters describe the code on the card, not the round: profiling every round would double
 # each round's cost. rounds: the records of later rounds have no profile, and the document still
 # shows the first round's values.
@@ -139,7 +139,7 @@ expect_eq "$(profiled 6)" "2 1:yes, 2 2:no, 2 3:no," "round 1 profiled, rounds 2
 expect_match "$(region AB.md results)" '\| 50 \|' "the document shows round 1's value"
 expect_rc 0 ab verify
 # rounds: auto cut short (--max-rounds 2 under the plan's 4): the run that continues the batch
-# profiles its own first round, round 3, once more.
+# profiles each cell once more, in round 3.
 write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" \
   "rounds: auto
 max_rounds: 4"
@@ -151,6 +151,18 @@ expect_rc 0 ab run --seed 4
 expect_contains "$ERR" "after its round 2"
 expect_eq "$(grep -c -- --clock-control "$FAKE_NCU_LOG")" 4 "rounds 1 and 3, each the first its run measured"
 expect_eq "$(profiled 8)" "2 1:yes, 2 2:no, 2 3:yes, 2 4:no,"
+# A cell whose first run did not count (its command failed: invalid, not profiled) is profiled
+# in its next run.
+rm -f "$WORK/failed-once"
+write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" ""
+sed -i "s|^command: [|]\$|command: \|\n  if [ {dram} = 50 ] \&\& [ ! -e '$WORK/failed-once' ]; then touch '$WORK/failed-once'; exit 3; fi|" abtrack.yaml
+git_commit_all "dram=50 fails once"
+: >"$FAKE_NCU_LOG"
+expect_rc 1 ab run --all --rounds 3
+expect_eq "$(grep -c -- --clock-control "$FAKE_NCU_LOG")" 2 "each cell profiled once"
+expect_eq "$(for f in $(ls runs/prof/*.json | tail -n 6); do
+  json "$f" '"%d:%s:%s" % (d["schedule"]["round"], d["outcome"], "yes" if d.get("profiles") else "no") if str(d["cell"]["dram"]) == "50" else ""'
+done | sed '/^$/d' | sort | tr '\n' ' ')" "1:invalid:no 2:pass:yes 3:pass:no " "dram=50: profiled in round 2, its first run that counted"
 # A gate on an ncu metric judges every run: every round is profiled.
 write_plan "  dram_pct: {ncu: dram__throughput.avg.pct_of_peak_sustained_elapsed, kernel: tidy, unit: '%'}" \
   "gates:

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -338,13 +339,14 @@ int cmd_run(const Args& args) {
   };
   if (automatic) {
     std::vector<record::Record> records;
+    std::set<std::string> profiled;  // across the rounds: each cell profiled once
     int round = 0;
     experiment::run_auto_rounds(ctx, progress, experiment::single_units(cells), *automatic, records,
                                 [&](const experiment::Scheduled& s) {
                                   experiment::RunOptions o = a.opts;
                                   o.records = &records;
                                   o.setup_done = ++round > 1;
-                                  o.first_round = automatic->after_round + 1;
+                                  o.profiled = &profiled;
                                   run_schedule(s, o);
                                 });
     return exit_code;

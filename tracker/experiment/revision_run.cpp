@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -128,12 +129,13 @@ int run_revisions(Context& ctx, Progress& progress, const RevisionRunOptions& op
   if (automatic && !opts.only && !opts.step) {
     runner::start_environment_probe();
     std::vector<record::Record> records;
+    std::set<std::string> profiled;  // across the rounds: each cell profiled once
     int round = 0;
     run_auto_rounds(ctx, progress, todo, *automatic, records, [&](const Scheduled& s) {
       RunOptions o = run;
       o.records = &records;
       o.setup_done = ++round > 1;
-      o.first_round = automatic->after_round + 1;
+      o.profiled = &profiled;
       measure(s, o);
     });
     return exit_code;

@@ -181,11 +181,27 @@ record::Code code_at_start(const Context& ctx, Progress& progress, const RunOpti
   return code_identity(ctx, progress, dirty);
 }
 
-// Whether the run at `sched` profiles its `ncu:` metrics: not in a batch's later rounds, whose
-// counters would only repeat the first round's at the cost of one more invocation each.
-bool profiles(const plan::Plan& plan, const runner::Schedule& sched, const RunOptions& opts) {
-  return sched.rounds <= 1 || sched.round <= opts.first_round || plan::ncu_every_run(plan);
-}
+// Which cells of a batch of rounds have had their `ncu:` metrics profiled (RunOptions::profiled):
+// a later round's run is not profiled again, since its counters would only repeat the first's at
+// the cost of one more invocation each.
+class Profiled {
+ public:
+  explicit Profiled(const RunOptions& opts) : m_cells(opts.profiled ? *opts.profiled : m_own) {}
+  Profiled(const Profiled&) = delete;
+  Profiled& operator=(const Profiled&) = delete;
+  // Whether the run of `cell` at `sched` profiles.
+  bool wanted(const plan::Plan& plan, const plan::Cell& cell, const runner::Schedule& sched) const {
+    return sched.rounds <= 1 || plan::ncu_every_run(plan) || !m_cells.contains(plan.label(cell));
+  }
+  // Notes a run that was profiled (it has profiles: its timed invocations counted).
+  void note(const plan::Plan& plan, const runner::Run& run) {
+    if (!run.profiles.or_empty().empty()) m_cells.insert(plan.label(run.cell));
+  }
+
+ private:
+  std::set<std::string> m_own;
+  std::set<std::string>& m_cells;
+};
 
 // "round 2/6 rev=mine x=1" for a cell of several rounds, else its label.
 std::string progress_label(const plan::Plan& plan, const plan::Cell& cell, const runner::Schedule& sched) {
@@ -238,6 +254,7 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
   const auto setup = opts.setup_done ? std::nullopt : run_plan_setup(ctx, progress, opts, "");
   CellsShown shown(progress, cells.size());
   EarlyStop early;
+  Profiled profiled(opts);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& [cell, sched] = cells[i];
     const Site site = site_of(ctx, opts, cell, setup);
@@ -247,7 +264,9 @@ void run_serial(Context& ctx, Progress& progress, const std::vector<std::pair<pl
     auto invocation = [&](int r, int n) { progress.invocation_started(r, n); };
     runner::Run run;
     try {
-      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation, profiles(site.plan, sched, opts));
+      run = runner::run_cell(site.plan, cell, *executor, site.before, invocation,
+                             profiled.wanted(site.plan, cell, sched));
+      profiled.note(site.plan, run);
       util::trace("command ran");
       if (sched.rounds > 1) run.schedule = sched;
     } catch (const Interrupted& e) {
@@ -334,6 +353,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
   std::optional<std::string> interrupted;
   std::vector<std::size_t> stopped;  // cells an interrupt stopped
   EarlyStop early;
+  Profiled profiled(opts);
   std::optional<Error> stopped_early;
 
   auto commit_ready = [&](bool skip_gaps) {
@@ -379,7 +399,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
       ++running;
       // Made on this thread, as the Progress and the factory expect; used on the cell's own.
       auto executor = make_executor(opts, gpu, progress.command_output(fmt::format("[{}] ", ctx.plan.label(cell))));
-      const bool profile = profiles(slots[i].site->plan, sched, opts);
+      const bool profile = profiled.wanted(slots[i].site->plan, cell, sched);
       threads.emplace_back([&, i, gpu, profile, executor = std::move(executor)] {
         Finished f = measure_cell(cells, i, gpu, *slots[i].site, *executor, profile);
         std::lock_guard lock(mutex);
@@ -400,6 +420,7 @@ void run_parallel(Context& ctx, Progress& progress, const std::vector<std::pair<
     auto& slot = slots[f.index];
     slot.done = true;
     if (f.run) {
+      profiled.note(slot.site->plan, *f.run);
       slot.draft = draft_record(ctx, progress, *f.run, slot.code, slot.site->rev);
       if (!opts.dry_run && opts.commit) slot.journal = journal_run(ctx, progress, *slot.draft);
     } else {

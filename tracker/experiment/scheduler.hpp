@@ -36,9 +36,10 @@ struct RunOptions {
   std::vector<record::Record>* records = nullptr;
   // A later round of `rounds: auto`: the plan's setup already ran for this invocation.
   bool setup_done = false;
-  // In a batch of rounds, the first round this invocation measures: only its runs profile the
-  // `ncu:` metrics, unless every run needs them (plan::ncu_every_run).
-  int first_round = 1;
+  // In a batch of rounds, the cells (by label) whose `ncu:` metrics this invocation profiled: a
+  // cell is profiled in its first run whose timed invocations counted, not again, unless every
+  // run needs them (plan::ncu_every_run). Null: each run_serial/run_parallel call keeps its own.
+  std::set<std::string>* profiled = nullptr;
   // Where the setup and the cells' commands run. Empty: CommandExecutor (local processes).
   ExecutorFactory executors;
 };

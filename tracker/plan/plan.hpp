@@ -201,8 +201,8 @@ std::string recipe(const Plan& plan, const Cell& cell);
 // replaced (substitute_regex). `file:` paths are replaced where the files are read (metrics::MetricFiles).
 std::vector<Metric> metrics_for(const Plan& plan, const Cell& cell);
 // Whether every run needs its `ncu:` metrics' values: one of them is compared (`better:`), gated
-// or predicted. Otherwise a batch of rounds profiles only in the first round that each `run`
-// measures (docs/plan.md, "ncu:"): the counters describe the code on the card, not the round.
+// or predicted. Otherwise a batch of rounds profiles each cell once per `run`, in its first run
+// that counted (docs/plan.md, "ncu:"): the counters describe the code on the card, not the round.
 bool ncu_every_run(const Plan& plan);
 
 std::string_view to_string(Op op);
