@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -236,4 +237,17 @@ TEST_CASE("stats: compare_paired rejects what it cannot pair") {
   CompareOptions bad;
   bad.alpha = 1.5;
   CHECK_THROWS_WITH_AS(compare_paired({{{1, 2}, {1, 2}}}, bad), doctest::Contains("alpha"), abtrack::Error);
+}
+
+TEST_CASE("stats: over 6 comparisons rounds: auto cannot decide before round 4; a fixed design can by 3") {
+  // Holm's first step over 6 comparisons asks alpha / 6 (docs/statistics.md, "Expected rounds").
+  const double alpha = 0.05 / 6;
+  CHECK_FALSE(std::isfinite(sequential_t_boundary(3, alpha)));  // however large the change
+  CHECK(std::isfinite(sequential_t_boundary(4, alpha)));
+  // A 40% change with 0.3% per-round noise, as in the FlashMLA comparison.
+  const double mean = std::log(1.4), sd = 0.003, delta = std::log1p(0.005);
+  CHECK(expected_rounds(mean, sd, delta, alpha, true, 20) == std::optional<std::size_t>(4));
+  const auto fixed = expected_rounds(mean, sd, delta, alpha, false, 20);
+  REQUIRE(fixed);
+  CHECK(*fixed <= 3);
 }

@@ -334,14 +334,13 @@ std::vector<std::string> expected_rounds(const Context& ctx, int max_rounds) {
   // A verdict needs its Holm-adjusted p-value below alpha: the family's first step asks for
   // alpha / m, m its comparisons (each compared cell by each metric with better:), so the
   // estimate is made at that level (a later step asks less, so it may come a round sooner).
-  std::size_t family = 0;
-  for (const auto& c : cells)
-    if (const auto* base = is_variant(plan, c.cell) ? find_cell(cells, *plan.baseline_for(c.cell)) : nullptr;
-        base && c.latest() && base->latest())
-      family +=
-          static_cast<std::size_t>(std::count_if(plan.metrics.begin(), plan.metrics.end(),
-                                                 [](const plan::Metric& m) { return m.better != plan::Better::none; }));
-  const double alpha = plan.alpha / static_cast<double>(std::max<std::size_t>(family, 1));
+  const auto better = std::count_if(plan.metrics.begin(), plan.metrics.end(),
+                                    [](const plan::Metric& m) { return m.better != plan::Better::none; });
+  const auto compared = std::count_if(cells.begin(), cells.end(), [&](const record::CellRuns& c) {
+    const auto* base = is_variant(plan, c.cell) ? find_cell(cells, *plan.baseline_for(c.cell)) : nullptr;
+    return base && c.latest() && base->latest();
+  });
+  const double alpha = plan.alpha / static_cast<double>(std::max<std::ptrdiff_t>(better * compared, 1));
   for (const auto& c : cells) {
     if (!is_variant(plan, c.cell)) continue;
     const auto* base = find_cell(cells, *plan.baseline_for(c.cell));
